@@ -1,0 +1,7 @@
+"""``python -m lsp_bridge``: the Root Guard language server on stdio."""
+
+import sys
+
+from .server import main
+
+sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,113 @@
+"""Canonical paths and containment, the two primitives every decision uses.
+
+A path is judged on its canonical form (``realpath``), and containment is a
+component comparison: ``/r/project2`` is not inside ``/r/project``.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+SEP = os.sep
+
+
+def canonical(path: str | os.PathLike[str]) -> str:
+    """The canonical absolute form of an absolute path (symlinks resolved).
+
+    Raises ``ValueError`` for a relative path: a root is never derived from the
+    process's current directory.
+    """
+    text = os.fspath(path)
+    if "\x00" in text:
+        raise ValueError(f"path contains a NUL byte: {text!r}")
+    if not os.path.isabs(text):
+        raise ValueError(f"not an absolute path: {text!r}")
+    return os.path.realpath(text)
+
+
+def lexical(path: str | os.PathLike[str]) -> str:
+    """An absolute path normalised without touching the file system."""
+    text = os.fspath(path)
+    if not os.path.isabs(text):
+        raise ValueError(f"not an absolute path: {text!r}")
+    return os.path.normpath(text)
+
+
+CASE_INSENSITIVE = sys.platform in ("darwin", "win32")
+"""macOS and Windows file systems fold case by default; Linux ones do not."""
+
+
+def fold(path: str) -> str:
+    """The comparison key of a canonical path (case-folded where the FS folds)."""
+    return path.casefold() if CASE_INSENSITIVE else path
+
+
+def is_within(path: str, root: str) -> bool:
+    """``path`` equals ``root`` or lies beneath it, compared component-wise.
+
+    Both arguments must already be canonical (or both lexical).
+    """
+    if path == root:
+        return True
+    prefix = root if root.endswith(SEP) else root + SEP
+    return path.startswith(prefix)
+
+
+def depth(path: str) -> int:
+    """Number of components below the file-system root."""
+    return len([part for part in path.split(SEP) if part])
+
+
+def relative_to(path: str, root: str) -> str:
+    """``path`` relative to ``root`` with forward slashes ("" for the root itself)."""
+    if path == root:
+        return ""
+    rel = os.path.relpath(path, root)
+    return rel.replace(os.sep, "/")
+
+
+def as_path(text: str) -> Path:
+    return Path(text)
+
+
+class PrefixIndex:
+    """Values keyed by canonical directory, looked up by any path beneath them.
+
+    A lookup tries only the key lengths present in the index, so it costs
+    O(distinct anchor lengths), not O(entries) like ``any(...)`` over a list.
+    """
+
+    __slots__ = ("_map", "_lengths")
+
+    def __init__(self, mapping: dict):
+        self._map = dict(mapping)
+        self._lengths = sorted({len(k) for k in self._map}, reverse=True)
+
+    def __bool__(self) -> bool:
+        return bool(self._map)
+
+    def matches(self, key: str) -> list[tuple[str, object]]:
+        """(prefix, value) for every indexed directory containing ``key``, nearest first."""
+        found = []
+        size = len(key)
+        get = self._map.get
+        for length in self._lengths:
+            if length > size:
+                continue
+            if length == size or key[length] == SEP or length == 1:
+                value = get(key[:length])
+                if value is not None:
+                    found.append((key[:length], value))
+        return found
+
+    def nearest(self, key: str):
+        size = len(key)
+        get = self._map.get
+        for length in self._lengths:
+            if length <= size and (length == size or key[length] == SEP or length == 1):
+                value = get(key[:length])
+                if value is not None:
+                    return value
+        return None

@@ -1,0 +1,275 @@
+"""How many credentials one file holds, and which file names usually hold them.
+
+Counts only: no function here returns, logs or raises with a value read from a
+file. Detection is detect-secrets' regex plugins (keys with a known shape, URLs
+with a password, private-key blocks) plus variable-name heuristics for
+``KEY=value`` / ``key = "value"`` / ``key: value`` lines. Each line counts once,
+however many detectors fire on it.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import stat
+from functools import lru_cache
+
+MAX_SCAN_BYTES = 1 << 20  # larger files are judged by name only
+_SNIFF_BYTES = 8192
+
+# ---------------------------------------------------------------- file names
+
+# One pattern for every parent-independent credential file name. It never
+# matches across NUL, so ``inventory`` can run it over a NUL-joined listing.
+_ANY = r"[^\x00]"
+CREDENTIAL_NAME_PATTERN = (
+    r"\.env(?:\.{a}*)?|\.envrc|{a}+\.env|\.npmrc|\.pypirc|[._]netrc|\.git-credentials|\.pgpass"
+    r"|\.htpasswd|\.dockercfg|\.vault-token|application_default_credentials\.json"
+    r"|credentials\.json|terraform\.tfstate(?:\.backup)?"
+    r"|{a}+\.(?:tfvars|tfvars\.json|tfstate|pem|key|p12|pfx|jks|keystore|kdbx|ppk|ovpn)"
+    r"|(?:id_rsa|id_dsa|id_ecdsa|id_ed25519|client_secret)(?!{a}*\.pub(?![^\x00])){a}*"
+    r"|\.?secrets?\.(?:ya?ml|json|toml|env|ini)"
+).replace("{a}", _ANY)
+_CREDENTIAL_NAME = re.compile(f"(?:{CREDENTIAL_NAME_PATTERN})")
+# A cheap pre-check over "\x00name\x00name...": every name the pattern above
+# matches also matches this (it keys on a literal "." or a NUL, which the regex
+# engine can skip to), so a listing without a hit needs no closer look.
+CREDENTIAL_NAME_HINT = (
+    r"\.(?:env|npmrc|pypirc|netrc|git|pgpass|htpasswd|dockercfg|vault-token|json|tfvars"
+    r"|tfstate|pem|key|p12|pfx|jks|keystore|kdbx|ppk|ovpn|ya?ml|toml|ini)"
+    r"|\x00(?:id_|_netrc|client_secret)"
+)
+# (parent directory name, file name) pairs: ~/.aws/credentials, ~/.docker/config.json ...
+_IN_DIRECTORY = frozenset({
+    (".aws", "credentials"), (".docker", "config.json"), (".kube", "config"),
+    ("gcloud", "credentials.db"), ("gcloud", "access_tokens.db"),
+})
+CREDENTIAL_PARENTS = frozenset(parent for parent, _ in _IN_DIRECTORY)
+# Formats that are binary by design: the name alone says there is one credential.
+_BINARY_BY_NAME = (".p12", ".pfx", ".jks", ".keystore", ".kdbx", ".db")
+
+
+def is_credential_name(name: str, parent: str = "") -> bool:
+    """Whether a file called ``name`` (in a directory called ``parent``) usually holds credentials."""
+    if (parent, name) in _IN_DIRECTORY:
+        return True
+    return _CREDENTIAL_NAME.fullmatch(name) is not None and not name.endswith(".pub")
+
+
+def is_credential_path(path: str) -> bool:
+    """``is_credential_name`` on the last two components of ``path``."""
+    parent, name = os.path.split(os.path.normpath(path))
+    return is_credential_name(name, os.path.basename(parent))
+
+
+# ---------------------------------------------------------------- detectors
+
+# detect-secrets plugins that only find values of a known shape. The entropy and
+# keyword plugins are left out (too noisy for a count a reviewer reads), and so is
+# the public-IP one (an address is not a credential).
+_EXCLUDED_PLUGINS = frozenset({"IPPublicDetector"})
+
+
+@lru_cache(maxsize=1)
+def _detectors() -> tuple:
+    """Compiled regex detectors from detect-secrets, or a small built-in set."""
+    try:
+        return tuple(_detect_secrets_plugins())
+    except ImportError:
+        return (_Fallback(),)
+
+
+def _detect_secrets_plugins():
+    import importlib
+    import inspect
+    import pkgutil
+
+    from detect_secrets import plugins
+    from detect_secrets.plugins.base import RegexBasedDetector
+
+    for module_info in pkgutil.iter_modules(plugins.__path__):
+        module = importlib.import_module(f"{plugins.__name__}.{module_info.name}")
+        for name, cls in inspect.getmembers(module, inspect.isclass):
+            if (
+                cls.__module__ == module.__name__
+                and issubclass(cls, RegexBasedDetector)
+                and not inspect.isabstract(cls)
+                and name not in _EXCLUDED_PLUGINS
+            ):
+                yield cls()
+
+
+class _Fallback:
+    """Used when detect-secrets is not installed: the shapes that matter most."""
+
+    _patterns = (
+        re.compile(r"BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY"),
+        re.compile(r"://[^:/?#\[\]@\s]+:[^:/?#\[\]@\s]+@"),
+        re.compile(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b"),
+        re.compile(r"\b[rs]k_live_[0-9a-zA-Z]{24}"),
+        re.compile(r"\bgh[pousr]_[A-Za-z0-9]{36}\b"),
+        re.compile(r"\bxox[abprs]-[0-9A-Za-z-]{10,}"),
+    )
+
+    def analyze_string(self, line: str):
+        for pattern in self._patterns:
+            if pattern.search(line):
+                yield ""
+
+
+def _detector_fires(line: str) -> bool:
+    for detector in _detectors():
+        for _ in detector.analyze_string(line):
+            return True
+    return False
+
+
+# ---------------------------------------------------------------- names and values
+
+_STRONG_WORDS = frozenset({
+    "PASSWORD", "PASSWD", "PWD", "PASS", "PASSPHRASE", "SECRET", "SECRETS", "CREDENTIAL",
+    "CREDENTIALS", "CREDS", "DSN", "PRIVATEKEY",
+})
+_WEAK_WORDS = frozenset({
+    "KEY", "APIKEY", "ACCESSKEY", "SECRETKEY", "WRITEKEY", "TOKEN", "TOKENS", "AUTH",
+    "AUTHTOKEN", "BEARER", "SIGNINGKEY",
+})
+_PUBLIC_WORDS = frozenset({"PUBLIC", "PUBLISHABLE", "PUB"})
+_WORD = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
+_URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.\-]*://(?P<userinfo>[^/@\s]+@)?")
+_NAME_COLON_VALUE = re.compile(r"""^["']?([A-Za-z_][\w.\-]*)["']?\s*:\s*(.*)$""")
+_NETRC_PASSWORD = re.compile(r"\b(?:password|passwd)\s+(\S+)")
+_REFERENCE = re.compile(r"^(?:\$|\{\{|<.*>$|%\(|(?:var|local|data|module)\.|env\()")
+_PLACEHOLDER = re.compile(
+    r"^(?:x+|\*+|\.+|-+|changeme|change_me|placeholder|redacted|todo|tbd|none|null|nil|"
+    r"undefined|true|false|yes|no|on|off|your[_\-].*|example.*|dummy|secret|password)$",
+    re.IGNORECASE,
+)
+_NUMBER = re.compile(r"^[+\-]?[0-9_.]+[smhdkKMG]?$")
+
+
+def name_words(name: str) -> set[str]:
+    """Upper-case words of a variable name: ``_authToken`` -> {"AUTH", "TOKEN"}."""
+    return {word.upper() for word in _WORD.findall(name)}
+
+
+def _split_assignment(line: str) -> tuple[str, str] | None:
+    """(name, raw value) of an assignment line, or None."""
+    if line.startswith("export "):
+        line = line[len("export "):].lstrip()
+    name, sep, value = line.partition("=")
+    if sep and name.strip() and not re.search(r"\s", name.strip()) and not value.startswith("="):
+        return name.strip().strip("\"'"), value
+    match = _NAME_COLON_VALUE.match(line)
+    if match:
+        return match.group(1), match.group(2)
+    return None
+
+
+def _clean_value(raw: str) -> str:
+    value = raw.strip().rstrip(",;").strip()
+    if value[:1] in ("'", '"'):
+        quote = value[0]
+        end = value.find(quote, 1)
+        return value[1:end] if end > 0 else value[1:]
+    return value.split(" #", 1)[0].strip()
+
+
+def _is_real_value(value: str) -> bool:
+    """Not empty, not a reference to another variable, not a placeholder or a number."""
+    return bool(value) and not (
+        _REFERENCE.match(value) or _PLACEHOLDER.match(value) or _NUMBER.match(value)
+        or value in ("{", "[", "{}", "[]", "|", ">")
+    )
+
+
+def _looks_random(value: str) -> bool:
+    """A token-like value: long enough, no spaces, at least two character classes."""
+    if len(value) < 8 or re.search(r"\s", value):
+        return False
+    classes = sum(bool(re.search(p, value)) for p in ("[a-z]", "[A-Z]", "[0-9]"))
+    return classes >= 2
+
+
+def _assignment_is_credential(name: str, value: str) -> bool:
+    url = _URL.match(value)
+    if url:
+        return bool(url.group("userinfo"))  # user:password@ or key@ (Sentry DSN)
+    words = name_words(name)
+    if not _is_real_value(value) or words & _PUBLIC_WORDS:
+        return False
+    if words & _STRONG_WORDS:
+        return True
+    return bool(words & _WEAK_WORDS) and _looks_random(value)
+
+
+def line_is_credential(line: str) -> bool:
+    """Whether one text line carries a credential (detectors or name heuristics)."""
+    text = line.strip()
+    if not text:
+        return False
+    if _detector_fires(text):
+        return True
+    if text.startswith(("#", "//", ";", "<!--")):
+        return False
+    assignment = _split_assignment(text)
+    if assignment is not None:
+        name, raw = assignment
+        return _assignment_is_credential(name, _clean_value(raw))
+    netrc = _NETRC_PASSWORD.search(text)
+    return bool(netrc) and _is_real_value(netrc.group(1))
+
+
+# ---------------------------------------------------------------- files
+
+
+def count_credentials(path: str) -> int:
+    """Distinct credential-bearing lines in the file at ``path`` (never follows a link).
+
+    Files over 1 MiB, binary files and formats that are binary by design are
+    judged by name only: 1 when the name is a credential name, else 0. An
+    unreadable or non-regular file counts 0.
+    """
+    name_only = 1 if is_credential_path(path) else 0
+    if path.endswith(_BINARY_BY_NAME):
+        return name_only
+    data = _read_bounded(path)
+    if data is None:
+        return name_only
+    if not data:
+        return 0
+    if b"\x00" in data[:_SNIFF_BYTES]:
+        return name_only
+    return count_credential_lines(data.decode("utf-8", errors="replace").splitlines())
+
+
+def count_credential_lines(lines) -> int:
+    """Distinct lines among ``lines`` that carry a credential."""
+    seen: set[int] = set()
+    for line in lines:
+        key = hash(line.strip())
+        if key not in seen and line_is_credential(line):
+            seen.add(key)
+    return len(seen)
+
+
+def _read_bounded(path: str) -> bytes | None:
+    """The file's bytes, b"" when it cannot be read, None when too large to scan."""
+    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+    try:
+        fd = os.open(path, flags)
+    except OSError:
+        return b""
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            return b""
+        if info.st_size > MAX_SCAN_BYTES:
+            return None
+        with os.fdopen(fd, "rb", closefd=False) as handle:
+            data = handle.read(MAX_SCAN_BYTES + 1)
+        return None if len(data) > MAX_SCAN_BYTES else data
+    except OSError:
+        return b""
+    finally:
+        os.close(fd)

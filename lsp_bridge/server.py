@@ -1,0 +1,387 @@
+"""The Root Guard language server (pygls): one process per editor window.
+
+Handlers are thin: they turn LSP messages into calls on ``RootTracker`` (the
+window's roots, union and warnings) and the policy engine, and send back what
+those return. Slow work (inventory, mount reconciliation) runs in a worker
+thread after the status has gone out.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import sys
+import uuid
+from typing import Any
+
+from lsprotocol import types
+from pygls.lsp.server import LanguageServer
+from pygls.uris import from_fs_path, to_fs_path
+
+from . import __version__
+from .tracker import RootTracker
+
+log = logging.getLogger("rootguard.lsp")
+
+STATUS = "rootguard/status"
+EXPLAIN = "rootguard/explain"
+INVENTORY = "rootguard/inventory"
+ACCESS = "rootguard/access"
+MIGRATE_COMMAND = "rootguard.migrateConfig"
+CONFIG_NAMES = (".rootguard.toml",)
+
+
+class RootGuardServer(LanguageServer):
+    def __init__(self) -> None:
+        super().__init__("rootguard", __version__, text_document_sync_kind=types.TextDocumentSyncKind.Full)
+        self.tracker = RootTracker()
+        self.folders: list[str] = []
+        self.session_grants: set[tuple[str, str]] = set()
+        self._inventory_cache = None
+        self._watcher = None
+        self._published: set[str] = set()
+        self._inventory_task: asyncio.Future | None = None
+        self._tray = None
+
+    # -- sending -------------------------------------------------------------
+
+    def send_status(self) -> None:
+        status = self.tracker.status()
+        self.protocol.notify(STATUS, status)
+        if self._tray is not None:
+            self._tray.publish_status(status)
+
+    def warn(self, message: str) -> None:
+        self.window_show_message(types.ShowMessageParams(type=types.MessageType.Warning, message=message))
+
+    def publish_config_diagnostics(self) -> None:
+        from .lsp_convert import group_by_file
+
+        grouped = group_by_file(self.tracker.session.diagnostics)
+        for path in self._published - set(grouped):
+            self.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=from_fs_path(path), diagnostics=[]))
+        for path, diags in grouped.items():
+            if self.workspace.text_documents.get(from_fs_path(path)) is None:
+                self.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=from_fs_path(path), diagnostics=diags))
+        self._published = set(grouped)
+
+    # -- changes -------------------------------------------------------------
+
+    def apply_change(self, change) -> None:
+        """Status first, then (off the event loop) the slow parts."""
+        if change.widened or change.added_folders or not change.after.is_subset_of(change.before):
+            self.session_grants.clear()
+        self.send_status()
+        self.publish_config_diagnostics()
+        self.refresh_watches()
+        loop = asyncio.get_running_loop()
+        if change.widened:
+            if self._inventory_task is not None:
+                self._inventory_task.cancel()
+            self._inventory_task = asyncio.ensure_future(self.run_inventory(warn=True))
+        loop.run_in_executor(None, self._reconcile_mounts, loop)
+
+    async def run_inventory(self, *, warn: bool) -> None:
+        from .inventory import InventoryCache
+
+        if self._inventory_cache is None:
+            self._inventory_cache = InventoryCache()
+        reference, current = self.tracker.inventory_span()
+        progress = await self._progress_begin("Root Guard: measuring what the new root hands over")
+        loop = asyncio.get_running_loop()
+
+        def report_progress(message: str) -> None:
+            if progress:
+                loop.call_soon_threadsafe(self._progress_report, progress, message)
+
+        try:
+            report = await loop.run_in_executor(
+                None, lambda: self._inventory_cache.report(reference, current, progress=report_progress)
+            )
+        except Exception as err:  # never let a scan error hide the warning
+            log.exception("inventory failed")
+            self.tracker.inventory_done(None)
+            if warn:
+                self.warn(self.tracker.warning_message([f"(inventory failed: {err})"]))
+            self.send_status()
+            return
+        finally:
+            self._progress_end(progress)
+        if self.tracker.inventory_span() != (reference, current):
+            return  # superseded by a newer change
+        self.tracker.inventory_done(report.to_json())
+        if warn:
+            self.warn(self.tracker.warning_message(report.describe()))
+        self.send_status()
+
+    def _reconcile_mounts(self, loop) -> None:
+        from .report import mounts_report
+
+        try:
+            reconciliation = mounts_report(self.tracker.session)
+        except Exception:
+            log.exception("mount reconciliation failed")
+            return
+        loop.call_soon_threadsafe(self._mounts_ready, reconciliation)
+
+    def _mounts_ready(self, reconciliation) -> None:
+        self.tracker.set_mounts(reconciliation)
+        self.send_status()
+
+    # -- progress ------------------------------------------------------------
+
+    async def _progress_begin(self, title: str):
+        window = self.client_capabilities.window
+        if not (window and window.work_done_progress):
+            return None
+        token = f"rootguard-inventory-{uuid.uuid4().hex[:8]}"
+        try:
+            await self.work_done_progress.create_async(token)
+        except Exception:
+            return None
+        self.work_done_progress.begin(token, types.WorkDoneProgressBegin(title=title, cancellable=False))
+        return token
+
+    def _progress_report(self, token, message: str) -> None:
+        self.work_done_progress.report(token, types.WorkDoneProgressReport(message=message))
+
+    def _progress_end(self, token) -> None:
+        if token:
+            self.work_done_progress.end(token, types.WorkDoneProgressEnd(message="done"))
+
+    # -- tray ------------------------------------------------------------------
+
+    def connect_tray(self) -> None:
+        """Join the tray's approval broker when one runs (reconnects on its own)."""
+        try:
+            from .tray_link import TrayLink
+        except ImportError:
+            return
+        self._tray = TrayLink.start(self)
+
+    # -- watching ------------------------------------------------------------
+
+    def refresh_watches(self) -> None:
+        from .watch import Watcher, plan_watches
+
+        if self._watcher is None:
+            loop = asyncio.get_running_loop()
+            self._watcher = Watcher(lambda batch: loop.call_soon_threadsafe(self.on_files_changed, batch))
+        session = self.tracker.session
+        plan = plan_watches(
+            config_files=session.config_files(),
+            folders=session.scope.folders,
+            common_dirs=self.tracker.common_dirs(),
+            union=session.scope.union.paths,
+        )
+        self._watcher.apply(plan)
+
+    def on_files_changed(self, batch: set[str]) -> None:
+        log.debug("file events: %s", sorted(batch)[:20])
+        session = self.tracker.session
+        config_files = set(session.config_files())
+        structural = any(
+            p in config_files
+            or os.path.basename(p) in (*CONFIG_NAMES, "mcp.json", ".mcp.json")
+            or "/worktrees" in p
+            or os.path.basename(p) == "worktrees"
+            for p in batch
+        )
+        if self._inventory_cache is not None:
+            for path in batch:
+                self._inventory_cache.file_changed(path)
+        if structural:
+            self.apply_change(self.tracker.reload())
+        elif self.tracker.widened and self._inventory_cache is not None:
+            asyncio.ensure_future(self.run_inventory(warn=False))
+
+    def shutdown_watches(self) -> None:
+        if self._watcher is not None:
+            self._watcher.stop()
+            self._watcher = None
+
+
+server = RootGuardServer()
+
+
+def _folders_from_initialize(params: types.InitializeParams) -> list[str]:
+    if params.workspace_folders:
+        return [to_fs_path(f.uri) for f in params.workspace_folders if f.uri.startswith("file:")]
+    if params.root_uri and params.root_uri.startswith("file:"):
+        return [to_fs_path(params.root_uri)]
+    return []  # no folder: no root, never the server's working directory
+
+
+@server.feature(types.INITIALIZE)
+def on_initialize(ls: RootGuardServer, params: types.InitializeParams) -> None:
+    ls.folders = _folders_from_initialize(params)
+    name = params.client_info.name if params.client_info else "unknown client"
+    log.info("initialize from %s with %d folder(s)", name, len(ls.folders))
+
+
+@server.feature(types.INITIALIZED)
+async def on_initialized(ls: RootGuardServer, params: types.InitializedParams) -> None:
+    ls.tracker.set_folders(ls.folders, initial=True)
+    ls.refresh_watches()  # before the first status: nothing changed after it goes unseen
+    ls.send_status()
+    ls.publish_config_diagnostics()
+    loop = asyncio.get_running_loop()
+    loop.run_in_executor(None, ls._reconcile_mounts, loop)
+    ls.connect_tray()
+
+
+@server.feature(types.WORKSPACE_DID_CHANGE_WORKSPACE_FOLDERS)
+async def on_folders_changed(ls: RootGuardServer, params: types.DidChangeWorkspaceFoldersParams) -> None:
+    removed = {to_fs_path(f.uri) for f in params.event.removed}
+    folders = [f for f in ls.folders if f not in removed]
+    folders += [to_fs_path(f.uri) for f in params.event.added if to_fs_path(f.uri) not in folders]
+    ls.folders = folders
+    ls.apply_change(ls.tracker.set_folders(folders))
+
+
+@server.feature(types.SHUTDOWN)
+def on_shutdown(ls: RootGuardServer, *args) -> None:
+    ls.shutdown_watches()
+    if ls._tray is not None:
+        ls._tray.close()
+
+
+# -- configuration documents ---------------------------------------------------
+
+
+def _is_config_document(ls: RootGuardServer, uri: str) -> bool:
+    if not uri.startswith("file:"):
+        return False
+    path = to_fs_path(uri)
+    return os.path.basename(path) in CONFIG_NAMES or path == ls.tracker.user_config_path()
+
+
+def _publish_buffer(ls: RootGuardServer, uri: str) -> None:
+    from .lsp_convert import buffer_diagnostics
+
+    if not _is_config_document(ls, uri):
+        return
+    doc = ls.workspace.get_text_document(uri)
+    diags = buffer_diagnostics(ls.tracker, to_fs_path(uri), doc.source)
+    ls.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=uri, diagnostics=diags))
+
+
+@server.feature(types.TEXT_DOCUMENT_DID_OPEN)
+def on_open(ls: RootGuardServer, params: types.DidOpenTextDocumentParams) -> None:
+    _publish_buffer(ls, params.text_document.uri)
+
+
+@server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
+def on_change(ls: RootGuardServer, params: types.DidChangeTextDocumentParams) -> None:
+    _publish_buffer(ls, params.text_document.uri)
+
+
+@server.feature(types.TEXT_DOCUMENT_DID_SAVE)
+async def on_save(ls: RootGuardServer, params: types.DidSaveTextDocumentParams) -> None:
+    if _is_config_document(ls, params.text_document.uri):
+        ls.apply_change(ls.tracker.reload())
+        _publish_buffer(ls, params.text_document.uri)
+
+
+@server.feature(
+    types.TEXT_DOCUMENT_CODE_ACTION,
+    types.CodeActionOptions(code_action_kinds=[types.CodeActionKind.QuickFix]),
+)
+def on_code_action(ls: RootGuardServer, params: types.CodeActionParams):
+    from .lsp_convert import migrate_edit
+
+    uri = params.text_document.uri
+    if not _is_config_document(ls, uri):
+        return None
+    doc = ls.workspace.get_text_document(uri)
+    edit = migrate_edit(uri, to_fs_path(uri), doc.source)
+    if edit is None:
+        return None
+    related = [d for d in params.context.diagnostics if d.code == "deprecated-v1-boolean"]
+    return [
+        types.CodeAction(
+            title="Migrate to version 2",
+            kind=types.CodeActionKind.QuickFix,
+            diagnostics=related or None,
+            edit=edit,
+            is_preferred=True,
+        )
+    ]
+
+
+@server.command(MIGRATE_COMMAND)
+async def migrate_command(ls: RootGuardServer, args: list[Any]):
+    from .lsp_convert import migrate_edit
+
+    uri = args[0] if args else from_fs_path(ls.tracker.user_config_path())
+    path = to_fs_path(uri)
+    doc = ls.workspace.text_documents.get(uri)
+    text = doc.source if doc is not None else _read(path)
+    edit = migrate_edit(uri, path, text) if text is not None else None
+    if edit is None:
+        return {"applied": False, "reason": "already version 2, invalid, or unreadable"}
+    result = await ls.workspace_apply_edit_async(types.ApplyWorkspaceEditParams(edit=edit, label="Migrate to version 2"))
+    return {"applied": bool(result.applied)}
+
+
+def _read(path: str) -> str | None:
+    try:
+        with open(path, encoding="utf-8") as handle:
+            return handle.read()
+    except OSError:
+        return None
+
+
+# -- requests for the extension ------------------------------------------------
+
+
+def _param(params: Any, name: str, default=None):
+    if isinstance(params, dict):
+        return params.get(name, default)
+    return getattr(params, name, default)
+
+
+@server.feature(EXPLAIN)
+def on_explain(ls: RootGuardServer, params: Any):
+    from .policy import PolicyInputError
+
+    raw = _param(params, "path")
+    op = _param(params, "op")
+    if not isinstance(raw, str) or not raw:
+        return {"error": "explain needs a path"}
+    path = to_fs_path(raw) if raw.startswith("file:") else raw
+    ops = [op] if op else ["read", "write", "delete"]
+    policy = ls.tracker.session.policy
+    try:
+        decisions = [policy.decide(o, path) for o in ops]
+    except PolicyInputError as err:
+        return {"error": str(err)}
+    return {
+        "path": decisions[0].path,
+        "decisions": [{"op": o, "decision": d.decision, "rule": d.rule, "reason": d.reason} for o, d in zip(ops, decisions)],
+    }
+
+
+@server.feature(INVENTORY)
+def on_inventory(ls: RootGuardServer, params: Any):
+    return ls.tracker.inventory
+
+
+@server.feature(ACCESS)
+async def on_access(ls: RootGuardServer, params: Any):
+    """Decide an access for a tool; request-level ones go to a person."""
+    from .approvals import ask_person
+
+    return await ask_person(ls, params)
+
+
+def main(argv: list[str] | None = None) -> int:
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="rootguard lsp", description="Root Guard language server (stdio)")
+    parser.add_argument("--log-level", default=os.environ.get("ROOTGUARD_LOG", "WARNING"))
+    args = parser.parse_args(argv)
+    logging.basicConfig(stream=sys.stderr, level=args.log_level.upper(), format="rootguard: %(levelname)s %(message)s")
+    server.start_io()
+    return 0

@@ -1,0 +1,55 @@
+"""Shared fixtures: every test runs with its own user config dir and git identity."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+
+GIT_ENV = {
+    "GIT_AUTHOR_NAME": "Root Guard Tests",
+    "GIT_AUTHOR_EMAIL": "tests@rootguard.invalid",
+    "GIT_COMMITTER_NAME": "Root Guard Tests",
+    "GIT_COMMITTER_EMAIL": "tests@rootguard.invalid",
+    "GIT_CONFIG_NOSYSTEM": "1",
+}
+
+
+@pytest.fixture(autouse=True)
+def isolated_user(tmp_path_factory, monkeypatch):
+    """No test reads or writes the real user's configuration or state."""
+    home = tmp_path_factory.mktemp("home")
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(home / ".config"))
+    monkeypatch.setenv("XDG_STATE_HOME", str(home / ".local" / "state"))
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(home / "run"))
+    (home / "run").mkdir(mode=0o700)
+    monkeypatch.delenv("ROOTGUARD_CONFIG", raising=False)
+    monkeypatch.delenv("ROOTGUARD_ROOTS", raising=False)
+    for key, value in GIT_ENV.items():
+        monkeypatch.setenv(key, value)
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(home / ".gitconfig"))
+    (home / ".gitconfig").write_text("[init]\n\tdefaultBranch = main\n[commit]\n\tgpgsign = false\n")
+    return home
+
+
+def git(cwd: Path | str, *args: str) -> str:
+    result = subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, text=True)
+    return result.stdout
+
+
+def make_repo(path: Path, files: dict[str, str] | None = None) -> Path:
+    """A git repository at ``path`` with ``files`` committed."""
+    path.mkdir(parents=True, exist_ok=True)
+    git(path, "init", "-q")
+    for name, text in (files or {"README.md": "hello\n"}).items():
+        target = path / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text)
+    git(path, "add", "-A")
+    git(path, "commit", "-q", "-m", "initial")
+    return path

@@ -1,0 +1,317 @@
+"""The widening inventory (seed 000) on a real pnpm-style monorepo with git history."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from lsp_bridge.demo_repo import DELETED_SECRET, DEPLOY_ROLE, build_monorepo
+from lsp_bridge.inventory import InventoryCache, inventory
+from lsp_bridge.secrets_scan import (
+    CREDENTIAL_NAME_HINT,
+    count_credentials,
+    is_credential_name,
+)
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory):
+    """The default demo: 30 packages, checkout with 340 files, 12 commits, a worktree."""
+    return build_monorepo(str(tmp_path_factory.mktemp("demo")))
+
+
+@pytest.fixture
+def small(tmp_path):
+    """A small demo for tests that change files."""
+    return build_monorepo(str(tmp_path), packages=4, files_per_package=6, narrow_files=10,
+                          commits=4, worktree=False)
+
+
+def regular_files(top: str, skip: tuple[str, ...] = ()) -> int:
+    """What ``find top -type f`` counts, minus .git directories and the ``skip`` dirs."""
+    count = 0
+    for path, dirs, files in os.walk(top):
+        dirs[:] = [d for d in dirs if d != ".git" and os.path.join(path, d) not in skip]
+        count += sum(1 for f in files
+                     if f != ".git" and not os.path.islink(os.path.join(path, f)))
+    return count
+
+
+def everything_shown(report) -> str:
+    return json.dumps(report.to_json()) + "\n".join(report.describe()) + report.summary_line()
+
+
+# ---------------------------------------------------------------- the demo repository
+
+
+def test_demo_links_resolve_into_the_store_and_the_sibling(demo):
+    assert os.readlink(demo.react_link) == "../../../node_modules/.pnpm/react@18.3.1/node_modules/react"
+    assert os.path.realpath(demo.react_link) == os.path.join(
+        demo.store, "react@18.3.1", "node_modules", "react")
+    assert os.path.realpath(demo.ui_link) == demo.package("ui")
+    tsconfig = Path(demo.narrow, "tsconfig.json").read_text()
+    assert '"extends": "../../tsconfig.base.json"' in tsconfig
+    assert Path(demo.repo, "tsconfig.base.json").is_file()
+    assert len(Path(demo.env_file).read_text().splitlines()) == 11
+
+
+def test_narrow_root_reads_the_package_files_only(demo):
+    report = inventory([], [demo.narrow])
+    assert report.files_after == 340 == regular_files(demo.narrow)
+    # packages/checkout/node_modules holds links only: nothing counted, no store line.
+    assert all(os.path.islink(os.path.join(demo.narrow, "node_modules", n))
+               for n in ("react", "zod"))
+    assert report.stores == ()
+    assert report.credentials == () and report.git == ()
+
+
+# ---------------------------------------------------------------- adding the repository root
+
+
+@pytest.fixture(scope="module")
+def widened(demo):
+    return inventory([demo.narrow], [demo.repo])
+
+
+def test_adding_the_repository_root_multiplies_the_readable_files(demo, widened):
+    assert widened.widens
+    assert widened.added_roots == (demo.repo,)
+    assert widened.files_before == 340
+    expected = regular_files(demo.repo, skip=(demo.store,))
+    assert widened.files_after == expected
+    assert 3000 < widened.files_after < 4000
+    assert widened.ratio == round(expected / 340, 1)
+    data = widened.to_json()
+    assert data["widens"] is True and data["ratio"] == widened.ratio
+    assert data["files_before"] == 340 and data["files_after"] == expected
+
+
+def test_credential_files_are_counted_per_credential(demo, widened):
+    found = {c.path: c.count for c in widened.credentials}
+    assert found == {demo.env_file: 4, demo.tfvars: 6}  # .npmrc has no token: not listed
+    assert count_credentials(demo.env_file) == 4
+    assert count_credentials(demo.tfvars) == 6
+
+
+def test_git_directory_is_reported_with_history_and_the_deleted_secret(demo, widened):
+    (git,) = widened.git
+    assert git.path == os.path.join(demo.repo, ".git")
+    assert git.commits == demo.commits == 12
+    assert git.deleted_sensitive == (DELETED_SECRET,)
+    assert not os.path.exists(os.path.join(demo.repo, DELETED_SECRET))
+    assert git.via == (demo.repo,)
+    du = shutil.which("du")
+    if du and subprocess.run([du, "-sb", os.devnull], capture_output=True).returncode == 0:
+        sizes = subprocess.run([du, "-sb", git.path], capture_output=True, text=True, check=True)
+        assert git.bytes == int(sizes.stdout.split()[0])
+    else:
+        assert git.bytes > 0
+
+
+def test_siblings_roles_and_stores(demo, widened):
+    assert demo.package("payments") in widened.siblings
+    assert demo.package("ui") in widened.siblings
+    assert len(widened.siblings) == 29  # every package but checkout; not the workspace root
+    assert demo.narrow not in widened.siblings and demo.repo not in widened.siblings
+    assert [(r.path, r.roles) for r in widened.ci_roles] == [(demo.workflow, (DEPLOY_ROLE,))]
+    (store,) = widened.stores
+    assert store.path == demo.store
+    assert store.files == regular_files(demo.store) > 0
+
+
+def test_no_secret_value_is_shown(demo, widened):
+    shown = everything_shown(widened)
+    assert demo.fake_secrets
+    for secret in demo.fake_secrets:
+        assert secret not in shown
+
+
+def test_summary_and_description_name_what_is_handed_over(demo, widened):
+    summary = widened.summary_line()
+    assert summary.startswith(f"×{widened.ratio:g}: +{widened.files_after - 340:,} files")
+    assert "2 secrets files" in summary and ".git (12 commits)" in summary
+    text = "\n".join(widened.describe())
+    assert "340 → " in text and "shop/.env (4)" in text
+    assert "shop/infra/terraform/prod.tfvars (6)" in text
+    assert DELETED_SECRET in text and DEPLOY_ROLE in text
+    assert "29 first-party packages" in text and "node_modules/.pnpm" in text
+
+
+# ---------------------------------------------------------------- other unions
+
+
+def test_adding_a_folder_already_inside_does_not_widen(demo):
+    report = inventory([demo.repo], [demo.repo, demo.package("ui")])
+    assert not report.widens
+    assert report.files_before == report.files_after
+    assert report.added_roots == () and report.credentials == () and report.git == ()
+    assert report.summary_line() == "no widening"
+
+
+def test_adding_a_disjoint_folder(demo, tmp_path):
+    other = tmp_path / "billing"
+    other.mkdir()
+    (other / "package.json").write_text('{"name": "billing"}\n')
+    (other / "index.ts").write_text("export {};\n")
+    (other / ".env").write_text("PORT=8080\nBILLING_API_TOKEN=Zx81Qw72Er63Ty54Ui45\n")
+    report = inventory([demo.narrow], [demo.narrow, str(other)])
+    assert report.widens and report.added_roots == (str(other),)
+    assert report.files_after == 340 + 3
+    assert [(c.path, c.count) for c in report.credentials] == [(str(other / ".env"), 1)]
+    assert report.siblings == (str(other),)
+    assert report.git == () and report.stores == ()
+
+
+def test_linked_worktree_reaches_the_shared_git_directory(demo):
+    alone = inventory([demo.narrow], [demo.narrow, demo.worktree])
+    (git,) = alone.git
+    assert git.path == os.path.join(demo.repo, ".git")
+    assert git.via == (demo.worktree,)
+    assert git.deleted_sensitive == (DELETED_SECRET,)
+    # Next to the repository, the same .git is already exposed: nothing new to report.
+    beside = inventory([demo.repo], [demo.repo, demo.worktree])
+    assert beside.widens and beside.git == ()
+    assert beside.credentials == ()  # .env and prod.tfvars are untracked: not in the worktree
+    assert os.path.join(demo.worktree, "packages", "payments") in beside.siblings
+
+
+def test_relative_and_missing_roots(tmp_path):
+    with pytest.raises(ValueError, match="packages/checkout"):
+        inventory([], ["packages/checkout"])
+    missing = str(tmp_path / "gone")
+    report = inventory([], [missing])
+    assert report.files_after == 0
+    assert any(missing in line for line in report.errors)
+
+
+# ---------------------------------------------------------------- incremental updates
+
+
+def test_file_changed_updates_without_rescanning(small):
+    cache = InventoryCache()
+    first = cache.report([small.narrow], [small.repo])
+    scanned = cache.dirs_scanned
+    local = os.path.join(small.repo, ".env.local")
+    Path(local).write_text("NODE_ENV=development\nAPI_TOKEN=Ab12Cd34Ef56Gh78\n")
+    cache.file_changed(local)
+    assert cache.dirs_scanned == scanned + 1  # the repository root, listed once
+    second = cache.report([small.narrow], [small.repo])
+    assert cache.dirs_scanned == scanned + 1
+    assert second.files_after == first.files_after + 1
+    assert (local, 1) in [(c.path, c.count) for c in second.credentials]
+
+    os.remove(local)
+    cache.file_changed(local)
+    third = cache.report([small.narrow], [small.repo])
+    assert third.files_after == first.files_after
+    assert local not in [c.path for c in third.credentials]
+
+
+def test_file_changed_sees_new_directories_and_edited_secrets(small):
+    cache = InventoryCache()
+    first = cache.report([small.narrow], [small.repo])
+    package = os.path.join(small.repo, "packages", "billing")
+    os.makedirs(os.path.join(package, "src"))
+    Path(package, "package.json").write_text("{}\n")
+    Path(package, "src", "index.ts").write_text("export {};\n")
+    cache.file_changed(package)
+    with open(small.env_file, "a") as handle:
+        handle.write("REDIS_PASSWORD=Qw12Er34Ty56\n")
+    cache.file_changed(small.env_file)
+    second = cache.report([small.narrow], [small.repo])
+    assert second.files_after == first.files_after + 2
+    assert package in second.siblings
+    assert {c.path: c.count for c in second.credentials}[small.env_file] == 5
+    assert second.files_after == inventory([small.narrow], [small.repo]).files_after
+
+    shutil.rmtree(package)
+    cache.file_changed(package)
+    assert cache.report([small.narrow], [small.repo]).files_after == first.files_after
+
+
+def test_a_new_commit_is_seen_in_the_commit_count(small):
+    cache = InventoryCache()
+    assert cache.report([small.narrow], [small.repo]).git[0].commits == 4
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+    env.update(GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@x", GIT_COMMITTER_NAME="t",
+               GIT_COMMITTER_EMAIL="t@x")
+    subprocess.run(["git", "-C", small.repo, "-c", "commit.gpgsign=false", "commit", "-q",
+                    "--allow-empty", "-m", "one more"], env=env, check=True)
+    assert cache.report([small.narrow], [small.repo]).git[0].commits == 5
+
+
+# ---------------------------------------------------------------- secrets_scan
+
+
+def test_credential_lines_are_counted_not_shown(tmp_path):
+    env = tmp_path / ".env"
+    env.write_text(
+        "# API_KEY=your-key-here\n"
+        "SORT_KEY=created_at\nTOKEN_TTL=3600\nAUTH_ENABLED=true\n"
+        "PUBLIC_KEY=MIIBIjANBgkqhkiG9w0BAQEFAAOCAQ8A\n"
+        "NPM_TOKEN=${NPM_TOKEN}\n"
+        "DB_PASSWORD=hunter22hunter\n"
+        "DB_PASSWORD=hunter22hunter\n"  # the same line twice counts once
+        "AWS_ACCESS_KEY_ID=AKIAIOSFODNN7EXAMPLE\n"
+        "DATABASE_URL=postgres://app:pw1234@db/app\n"
+    )
+    assert count_credentials(str(env)) == 3
+
+
+def test_large_binary_and_linked_files_are_judged_by_name(tmp_path):
+    big = tmp_path / ".env.big"
+    big.write_text("X=1\n" * 300_000)  # over 1 MiB
+    assert count_credentials(str(big)) == 1
+    keystore = tmp_path / "release.p12"
+    keystore.write_bytes(b"\x30\x82\x00\x00")
+    assert count_credentials(str(keystore)) == 1
+    blob = tmp_path / "notes.bin"
+    blob.write_bytes(b"DB_PASSWORD=x\x00\x01")
+    assert count_credentials(str(blob)) == 0
+    link = tmp_path / ".env.link"
+    link.symlink_to(tmp_path / ".env.big")
+    assert count_credentials(str(link)) == 0  # links are not followed
+
+
+def test_private_keys_and_netrc(tmp_path):
+    key = tmp_path / "id_ed25519"
+    key.write_text("-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaA==\n-----END OPENSSH PRIVATE KEY-----\n")
+    assert count_credentials(str(key)) == 1
+    netrc = tmp_path / ".netrc"
+    netrc.write_text("machine api.example.com login me password s3cr3t-pw\n")
+    assert count_credentials(str(netrc)) == 1
+
+
+NAMES = {
+    True: [".env", ".env.local", ".envrc", "prod.env", "prod.tfvars", "x.auto.tfvars.json",
+           "terraform.tfstate", "server.pem", "tls.key", "id_rsa", "id_ed25519_old",
+           ".npmrc", ".pypirc", ".netrc", "_netrc", ".git-credentials", ".pgpass",
+           "store.p12", "vault.kdbx", "secrets.yml", ".secrets.toml", "client_secret_1.json",
+           "application_default_credentials.json", ".dockercfg"],
+    False: ["id_rsa.pub", "package.json", "index.ts", "environment.ts", "README.md",
+            "credentials", "config.json", "keys.ts"],
+}
+
+
+@pytest.mark.parametrize("name", NAMES[True])
+def test_credential_names_and_the_listing_hint(name):
+    import re
+
+    assert is_credential_name(name)
+    assert re.search(CREDENTIAL_NAME_HINT, "\x00" + name)
+
+
+@pytest.mark.parametrize("name", NAMES[False])
+def test_names_that_are_not_credential_files(name):
+    assert not is_credential_name(name)
+
+
+def test_credential_names_that_depend_on_their_directory():
+    assert is_credential_name("credentials", ".aws")
+    assert is_credential_name("config.json", ".docker")
+    assert is_credential_name("config", ".kube")

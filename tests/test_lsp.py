@@ -1,0 +1,251 @@
+"""End-to-end: a real LSP client (pytest-lsp) against the real server process."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+from pathlib import Path
+
+import pytest
+import pytest_lsp
+from lsprotocol import types
+from pygls.uris import from_fs_path
+from pytest_lsp import ClientServerConfig, LanguageClient
+
+from lsp_bridge.demo_repo import build_monorepo
+from tests.conftest import git, make_repo
+
+SERVER = [sys.executable, "-m", "lsp_bridge"]
+
+
+def as_data(value):
+    """pygls hands custom notifications over as namedtuples; make plain data."""
+    if hasattr(value, "_asdict"):
+        return {k: as_data(v) for k, v in value._asdict().items()}
+    if isinstance(value, (list, tuple)):
+        return [as_data(v) for v in value]
+    return value
+
+
+async def wait_for(predicate, timeout: float = 20.0, what: str = "condition"):
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while loop.time() < deadline:
+        found = predicate()
+        if found:
+            return found
+        await asyncio.sleep(0.02)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def folder(path) -> types.WorkspaceFolder:
+    return types.WorkspaceFolder(uri=from_fs_path(str(path)), name=os.path.basename(str(path)))
+
+
+def capabilities(*, show_message: bool = True, progress: bool = True) -> types.ClientCapabilities:
+    return types.ClientCapabilities(
+        workspace=types.WorkspaceClientCapabilities(workspace_folders=True),
+        window=types.WindowClientCapabilities(
+            work_done_progress=progress,
+            show_message=types.ShowMessageRequestClientCapabilities() if show_message else None,
+        ),
+        text_document=types.TextDocumentClientCapabilities(
+            code_action=types.CodeActionClientCapabilities(
+                code_action_literal_support=types.ClientCodeActionLiteralOptions(
+                    code_action_kind=types.ClientCodeActionKindOptions(value_set=[types.CodeActionKind.QuickFix])
+                )
+            )
+        ),
+    )
+
+
+class Session:
+    """A started client plus the statuses it has received."""
+
+    def __init__(self, client: LanguageClient):
+        self.client = client
+        self.statuses: list[dict] = []
+        client.feature("rootguard/status")(lambda params: self.statuses.append(as_data(params)))
+
+    async def start(self, folders, **caps) -> None:
+        await self.client.initialize_session(
+            types.InitializeParams(
+                capabilities=capabilities(**caps),
+                workspace_folders=[folder(f) for f in folders] if folders is not None else None,
+                client_info=types.ClientInfo(name="pytest-lsp"),
+            )
+        )
+
+    async def next_status(self, after: int, predicate=lambda s: True, what="status") -> dict:
+        return await wait_for(
+            lambda: next((s for s in self.statuses[after:] if predicate(s)), None), what=what
+        )
+
+    def change_folders(self, added=(), removed=()) -> int:
+        mark = len(self.statuses)
+        self.client.workspace_did_change_workspace_folders(
+            types.DidChangeWorkspaceFoldersParams(
+                event=types.WorkspaceFoldersChangeEvent(
+                    added=[folder(f) for f in added], removed=[folder(f) for f in removed]
+                )
+            )
+        )
+        return mark
+
+
+@pytest.fixture(scope="module")
+def monorepo(tmp_path_factory):
+    from tests.conftest import GIT_ENV
+
+    os.environ.update(GIT_ENV)
+    return build_monorepo(str(tmp_path_factory.mktemp("demo")))
+
+
+@pytest_lsp.fixture(config=ClientServerConfig(server_command=SERVER))
+async def raw_client(lsp_client: LanguageClient):
+    yield
+    await lsp_client.shutdown_session()
+
+
+@pytest.fixture
+def client(raw_client) -> Session:
+    return Session(raw_client)
+
+
+async def test_no_folder_means_no_root(client):
+    await client.start(None)
+    status = await client.next_status(0)
+    assert status["roots"] == [] and status["union"] == []
+    assert status["widened"] is False
+
+
+async def test_widening_warning_prices_the_new_root(client, monorepo):
+    await client.start([monorepo.narrow])
+    first = await client.next_status(0)
+    assert first["roots"] == [monorepo.narrow]
+    assert first["widened"] is False
+    assert monorepo.narrow in first["union"]
+
+    mark = client.change_folders(added=[monorepo.repo])
+    widened = await client.next_status(mark, lambda s: s["widened"], "widened status")
+    assert widened["inventory_pending"] is True  # sent before the inventory finished
+    assert widened["widening"][0]["kind"] == "ancestor"
+    assert widened["widening"][0]["folder"] == monorepo.repo
+
+    done = await client.next_status(mark, lambda s: s["inventory"], "inventory status")
+    inventory = done["inventory"]
+    assert inventory["files_before"] >= 340 and inventory["files_after"] > 5 * inventory["files_before"]
+    creds = {os.path.relpath(c["path"], monorepo.repo): c["count"] for c in inventory["credentials"]}
+    assert creds[".env"] == 4
+    repo_git = next(g for g in inventory["git"] if g["path"].startswith(monorepo.repo))
+    assert repo_git["commits"] == monorepo.commits
+    assert any(".env" in name for name in repo_git["deleted_sensitive"])
+    assert any(p.endswith("packages/payments") for p in inventory["siblings"])
+    assert any(monorepo.deploy_role in r["roles"] for r in inventory["ci_roles"])
+    assert done["summary"].startswith("⚠ union ×")
+
+    message = await wait_for(
+        lambda: next((m for m in client.client.messages if m.type == types.MessageType.Warning), None),
+        what="widening warning",
+    )
+    assert monorepo.repo in message.message and monorepo.narrow in message.message
+    assert "(4)" in message.message  # the .env credential count
+    for secret in monorepo.fake_secrets:
+        assert secret not in message.message
+        assert secret not in str(done)
+
+
+async def test_disjoint_folder_is_a_smaller_widening_and_narrowing_is_quiet(client, monorepo, tmp_path):
+    other = tmp_path / "notes"
+    other.mkdir()
+    (other / "todo.md").write_text("x\n")
+    await client.start([monorepo.narrow])
+    await client.next_status(0)
+
+    mark = client.change_folders(added=[other])
+    status = await client.next_status(mark, lambda s: s["widened"])
+    assert status["widening"][0]["kind"] == "disjoint"
+    message = await wait_for(lambda: client.client.messages and client.client.messages[-1])
+    assert "disjoint" in message.message
+
+    warnings_so_far = len(client.client.messages)
+    mark = client.change_folders(removed=[other])
+    narrowed = await client.next_status(mark)
+    assert narrowed["widened"] is False
+    assert str(other) not in narrowed["union"]
+    await asyncio.sleep(0.3)
+    assert len(client.client.messages) == warnings_so_far  # no warning on narrowing
+
+
+async def test_git_worktree_add_while_running_updates_the_status(client, tmp_path):
+    repo = make_repo(tmp_path / "app", {"src/main.py": "print()\n"})
+    await client.start([repo])
+    first = await client.next_status(0)
+    assert first["worktrees"] == []
+    mark = len(client.statuses)
+    git(repo, "worktree", "add", "-q", str(tmp_path / "app-feature"), "-b", "feature")
+    status = await client.next_status(mark, lambda s: s["worktrees"], "worktree status")
+    assert status["worktrees"][0]["checkout"] == str(tmp_path / "app-feature")
+    assert str(tmp_path / "app-feature") in status["union"]
+
+
+async def test_broken_config_keeps_decisions_and_shows_a_diagnostic(client, tmp_path):
+    repo = make_repo(tmp_path / "svc", {"docs/a.md": "a\n"})
+    config = repo / ".rootguard.toml"
+    config.write_text('version = 2\n[[paths]]\nid = "docs-ro"\npath = "docs"\npolicies = { write = "deny" }\n')
+    await client.start([repo])
+    await client.next_status(0)
+    explain = await client.client.protocol.send_request_async(
+        "rootguard/explain", {"path": str(repo / "docs/a.md"), "op": "write"}
+    )
+    assert as_data(explain)["decisions"][0]["decision"] == "deny"
+
+    config.write_text('version = 2\n[[paths]\nid = "docs-ro"\n')  # a typo: invalid TOML
+    uri = from_fs_path(str(config))
+    diags = await wait_for(lambda: client.client.diagnostics.get(uri), what="config diagnostic")
+    assert diags[0].severity == types.DiagnosticSeverity.Error
+    explain = await client.client.protocol.send_request_async(
+        "rootguard/explain", {"path": str(repo / "docs/a.md"), "op": "write"}
+    )
+    decision = as_data(explain)["decisions"][0]
+    assert (decision["decision"], decision["rule"]) == ("deny", "docs-ro")  # the last good config
+
+
+async def test_migrate_code_action_applies_the_migration(client, tmp_path):
+    repo = make_repo(tmp_path / "legacy")
+    config = repo / ".rootguard.toml"
+    text = "# keep this comment\n[safety]\nallow_temp_directory = false\n"
+    config.write_text(text)
+    await client.start([repo])
+    uri = from_fs_path(str(config))
+    client.client.text_document_did_open(
+        types.DidOpenTextDocumentParams(text_document=types.TextDocumentItem(uri=uri, language_id="toml", version=1, text=text))
+    )
+    diags = await wait_for(lambda: client.client.diagnostics.get(uri), what="deprecation diagnostic")
+    deprecated = [d for d in diags if d.code == "deprecated-v1-boolean"]
+    assert deprecated and types.DiagnosticTag.Deprecated in deprecated[0].tags
+    actions = await client.client.text_document_code_action_async(
+        types.CodeActionParams(
+            text_document=types.TextDocumentIdentifier(uri=uri),
+            range=deprecated[0].range,
+            context=types.CodeActionContext(diagnostics=deprecated),
+        )
+    )
+    action = next(a for a in actions if a.title == "Migrate to version 2")
+    new_text = action.edit.changes[uri][0].new_text
+    from lsp_bridge.migrate import migrate_text
+
+    assert new_text == migrate_text(text, str(config)).new_text
+    assert "# keep this comment" in new_text and "version = 2" in new_text
+
+
+async def test_explain_reports_rule_and_reason(client, tmp_path):
+    repo = make_repo(tmp_path / "r", {"a.txt": "a\n"})
+    await client.start([repo])
+    await client.next_status(0)
+    result = as_data(await client.client.protocol.send_request_async("rootguard/explain", {"path": str(repo / "a.txt")}))
+    assert [d["op"] for d in result["decisions"]] == ["read", "write", "delete"]
+    assert all(d["decision"] == "allow" for d in result["decisions"])
+    outside = as_data(await client.client.protocol.send_request_async("rootguard/explain", {"path": str(tmp_path), "op": "read"}))
+    assert outside["decisions"][0]["decision"] == "deny"

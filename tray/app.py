@@ -1,0 +1,224 @@
+"""The tray app: the icon and its menu, the main window, the prompt, wired to the broker."""
+
+from __future__ import annotations
+
+import sys
+import time
+
+from PySide6.QtCore import QObject
+from PySide6.QtGui import QFont
+from PySide6.QtWidgets import QMenu, QSystemTrayIcon
+
+from lsp_bridge.grants import GrantError, write_always_rule
+
+from .approvals import Pending
+from .broker import Broker
+from .icons import STATES, icon_state, load_icon, tooltip
+from .prompt import DEFAULT_KEY_GUARD_MS, ApprovalPrompt
+from .sessions import describe
+from .window import ANSWER_TEXT, MainWindow, clock_text, paths_text
+
+NO_TRAY = (
+    "No system tray is available on this desktop (on GNOME, install and enable the "
+    "AppIndicator extension), so Root Guard runs in this window instead. "
+    "Closing it quits the tray: approvals then fall back to the editor."
+)
+MENU_LINES = 8  # lines per section in a session's submenu
+RECENT_IN_MENU = 10
+
+# What an "always" answer writes for each policy a target needs. A write grant
+# keeps deletion asking: omitting ``delete`` would let it inherit ``allow``.
+ALWAYS_POLICIES = {
+    "read": {"read": "allow"},
+    "write": {"write": "allow", "delete": "request"},
+    "delete": {"delete": "allow"},
+}
+
+
+def always_rules(pending: Pending) -> list[dict]:
+    """The ``[[paths]]`` rule fields an "always" answer writes: one per distinct path."""
+    needs: dict[str, set[str]] = {}
+    for target in pending.request.targets:
+        needs.setdefault(target.path, set()).add(target.need)
+    rules = []
+    who = pending.requester
+    for path, wanted in needs.items():
+        policies: dict[str, str] = {}
+        for need in ("read", "write", "delete"):
+            if need in wanted:
+                for name, verdict in ALWAYS_POLICIES[need].items():
+                    if policies.get(name) != "allow":
+                        policies[name] = verdict
+        note = f"always allowed in the Root Guard tray on {time.strftime('%Y-%m-%d')}: {pending.request.tool} from {who.client}"
+        rules.append({"path": path, "policies": policies, "follow_symlinks": False, "comment": note})
+    return rules
+
+
+class TrayApp(QObject):
+    """Owns the tray icon, the main window and the prompt; answers through the broker."""
+
+    def __init__(
+        self,
+        broker: Broker,
+        *,
+        user_config: str,
+        key_guard_ms: int = DEFAULT_KEY_GUARD_MS,
+        tray_available: bool | None = None,
+    ):
+        super().__init__()
+        self.broker = broker
+        self.user_config = user_config
+        self.icons = {state: load_icon(state) for state in STATES}
+        self.state: str | None = None
+        self.quitting = False
+        self.window = MainWindow(broker)
+        self.window.widened_icon = self.icons["widened"]
+        self.prompt = ApprovalPrompt(key_guard_ms, clock=broker.queue.clock)
+        self.prompt.setWindowIcon(self.icons["pending"])
+        self.prompt.answered.connect(self.answer)
+        self.prompt.interacted.connect(broker.pause)
+        self.window.answerRequested.connect(self.show_prompt)
+        self.menu = QMenu()
+        self.menu.aboutToShow.connect(self.build_menu)
+        available = QSystemTrayIcon.isSystemTrayAvailable() if tray_available is None else tray_available
+        self.tray: QSystemTrayIcon | None = None
+        if available:
+            self.tray = QSystemTrayIcon(self)
+            self.tray.setContextMenu(self.menu)
+            self.tray.activated.connect(self._activated)
+        broker.sessionsChanged.connect(self.refresh)
+        broker.queueChanged.connect(self.refresh)
+        broker.widened.connect(self.notify_widened)
+        self.refresh()
+        if self.tray is not None:
+            self.tray.show()
+        else:
+            print(f"rootguard tray: {NO_TRAY}", file=sys.stderr)
+            self.window.quit_on_close = self.quit
+            self.window.show_banner(NO_TRAY)
+            self.window.present()
+
+    # -- state --------------------------------------------------------------
+
+    def refresh(self) -> None:
+        queue, registry = self.broker.queue, self.broker.registry
+        waiting = len(queue.pending)
+        self.state = icon_state(len(registry), registry.any_widened, waiting)
+        icon = self.icons[self.state]
+        self.window.setWindowIcon(icon)
+        if self.tray is not None:
+            self.tray.setIcon(icon)
+            self.tray.setToolTip(tooltip(self.state, len(registry), waiting))
+        self.window.refresh()
+        self._update_prompt()
+
+    def _update_prompt(self) -> None:
+        pending = self.broker.queue.pending
+        self.prompt.show_pending(pending[0] if pending else None, 1, len(pending))
+
+    def show_prompt(self) -> None:
+        pending = self.broker.queue.pending
+        if pending:
+            self.prompt.show_pending(pending[0], 1, len(pending))
+
+    # -- answers ------------------------------------------------------------
+
+    def answer(self, pending: Pending, answer: str) -> None:
+        """The user's answer; "always" first writes the rules (and stays open if that fails)."""
+        rules: tuple[str, ...] = ()
+        if answer == "always":
+            try:
+                rules = tuple(write_always_rule(self.user_config, fields) for fields in always_rules(pending))
+            except (GrantError, OSError) as exc:
+                self.prompt.show_error(f"Could not save the rule: {exc}")
+                return
+        self.broker.answer(pending, answer, rules)
+
+    # -- notifications ------------------------------------------------------
+
+    def notify_widened(self, conn: int) -> None:
+        info = self.broker.registry.get(conn)
+        if info is None:
+            return
+        title = "Root Guard: union widened"
+        text = f"{info.label}: {info.summary}"
+        if self.tray is not None:
+            self.tray.showMessage(title, text, QSystemTrayIcon.Warning, 15000)
+        else:
+            self.window.statusBar().showMessage(f"{title} — {text}")
+
+    def _activated(self, reason) -> None:
+        if reason in (QSystemTrayIcon.Trigger, QSystemTrayIcon.DoubleClick):
+            if self.broker.queue.pending:
+                self.show_prompt()
+            else:
+                self.window.present()
+
+    # -- menu ---------------------------------------------------------------
+
+    def build_menu(self) -> None:
+        menu = self.menu
+        menu.clear()
+        queue, registry = self.broker.queue, self.broker.registry
+        header = menu.addAction(tooltip(self.state or "disconnected", len(registry), len(queue.pending)))
+        header.setEnabled(False)
+        if queue.pending:
+            action = menu.addAction(f"Answer {len(queue.pending)} pending approval{'s' if len(queue.pending) > 1 else ''}…")
+            _bold(action)
+            action.triggered.connect(self.show_prompt)
+        menu.addSeparator()
+        if not len(registry):
+            menu.addAction("No editor window connected").setEnabled(False)
+        for info in registry.sessions():
+            self._session_menu(menu, info)
+        menu.addSeparator()
+        recent = menu.addMenu("Recent decisions")
+        for r in list(queue.recent)[:RECENT_IN_MENU]:
+            recent.addAction(f"{clock_text(r.when)}  {ANSWER_TEXT.get(r.answer, r.answer)}: {r.operation} {paths_text(r.paths)}")
+        if not queue.recent:
+            recent.addAction("none yet").setEnabled(False)
+        missed = menu.addAction(f"Missed requests ({len(queue.missed)})…")
+        missed.triggered.connect(self.window.show_missed)
+        menu.addAction("Open Root Guard…").triggered.connect(self.window.present)
+        menu.addSeparator()
+        menu.addAction("Quit").triggered.connect(self.quit)
+
+    def _session_menu(self, menu: QMenu, info) -> None:
+        sub = menu.addMenu(f"{info.label} — {info.summary}")
+        if info.widened:
+            sub.setIcon(self.icons["widened"])
+        for section in describe(info):
+            if not section.lines:
+                continue
+            _bold(sub.addAction(section.title)).setEnabled(False)
+            for line in section.lines[:MENU_LINES]:
+                sub.addAction("    " + line).triggered.connect(lambda _=False, c=info.conn: self.window.show_session(c))
+            if len(section.lines) > MENU_LINES:
+                sub.addAction(f"    … {len(section.lines) - MENU_LINES} more").triggered.connect(
+                    lambda _=False, c=info.conn: self.window.show_session(c)
+                )
+        sub.addSeparator()
+        if info.widened:
+            sub.addAction("Acknowledge widening").triggered.connect(lambda _=False, c=info.conn: self._acknowledge(c))
+        sub.addAction("Show details…").triggered.connect(lambda _=False, c=info.conn: self.window.show_session(c))
+
+    def _acknowledge(self, conn: int) -> None:
+        self.broker.registry.acknowledge(conn)
+        self.refresh()
+
+    def quit(self) -> None:
+        """Deny what is pending (requesters learn at once), then leave."""
+        from PySide6.QtWidgets import QApplication
+
+        if self.quitting:
+            return
+        self.quitting = True
+        self.broker.stop("the tray quit")
+        QApplication.quit()
+
+
+def _bold(action):
+    font = QFont(action.font())
+    font.setBold(True)
+    action.setFont(font)
+    return action

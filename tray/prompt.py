@@ -1,0 +1,242 @@
+"""The approval prompt: one window showing the head of the queue.
+
+Deny is the default button and Esc (or closing the window) denies. For
+``key_guard_ms`` after a new prompt appears, keystrokes are swallowed and the
+buttons are disabled, so typing into another window cannot answer it. Any
+click, scroll or key press on the prompt pauses its countdown.
+"""
+
+from __future__ import annotations
+
+import time
+
+from PySide6.QtCore import QEvent, QObject, Qt, QTimer, Signal
+from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QDialog,
+    QFormLayout,
+    QHBoxLayout,
+    QHeaderView,
+    QLabel,
+    QPushButton,
+    QTreeWidget,
+    QTreeWidgetItem,
+    QVBoxLayout,
+    QWidget,
+)
+
+from .approvals import Pending
+
+DEFAULT_KEY_GUARD_MS = 600
+ANSWER_BUTTONS = (
+    ("deny", "&Deny"),
+    ("allow_once", "Allow &once"),
+    ("allow_session", "Allow for this &session"),
+    ("always", "&Always allow"),
+)
+_GUARDED = (QEvent.KeyPress, QEvent.KeyRelease, QEvent.ShortcutOverride)
+_INTERACTION = (QEvent.MouseButtonPress, QEvent.Wheel, QEvent.KeyPress)
+
+
+class ApprovalPrompt(QDialog):
+    """Shows one pending approval; emits ``answered(pending, answer)``."""
+
+    answered = Signal(object, str)
+    interacted = Signal(object)
+
+    def __init__(self, key_guard_ms: int = DEFAULT_KEY_GUARD_MS, clock=time.monotonic, parent: QWidget | None = None):
+        super().__init__(parent, Qt.Window | Qt.WindowStaysOnTopHint)
+        self.setWindowTitle("Root Guard — may the agent do this?")
+        self.setModal(False)
+        self.key_guard_ms = key_guard_ms
+        self.clock = clock
+        self.pending: Pending | None = None
+        self.guarded = False
+        self._build()
+        self._guard_timer = QTimer(self)
+        self._guard_timer.setSingleShot(True)
+        self._guard_timer.timeout.connect(self._end_guard)
+        self._tick = QTimer(self)
+        self._tick.setInterval(200)
+        self._tick.timeout.connect(self._show_countdown)
+        for widget in [self, *self.findChildren(QWidget)]:
+            widget.installEventFilter(self)
+
+    # -- layout ---------------------------------------------------------------
+
+    def _build(self) -> None:
+        self.heading = QLabel()
+        self.heading.setStyleSheet("font-size: 14pt; font-weight: bold;")
+        self.queue_label = QLabel()
+        self.queue_label.setAlignment(Qt.AlignRight | Qt.AlignVCenter)
+        top = QHBoxLayout()
+        top.addWidget(self.heading, 1)
+        top.addWidget(self.queue_label)
+
+        self.who = QLabel()
+        self.tool = QLabel()
+        self.operation = QLabel()
+        self.counter = QLabel()
+        self.rule = QLabel()
+        self.reason = QLabel()
+        for label in (self.who, self.tool, self.operation, self.rule, self.reason):
+            label.setWordWrap(True)
+            label.setTextInteractionFlags(Qt.TextSelectableByMouse)
+        self.targets = QTreeWidget()
+        self.targets.setColumnCount(4)
+        self.targets.setHeaderLabels(["Canonical path", "Relative path", "Root", "Needs"])
+        self.targets.setRootIsDecorated(False)
+        self.targets.setSelectionMode(QAbstractItemView.NoSelection)
+        self.targets.header().setSectionResizeMode(QHeaderView.ResizeToContents)
+        self.targets.header().setStretchLastSection(False)
+        form = QFormLayout()
+        form.addRow("Who asks:", self.who)
+        form.addRow("Tool:", self.tool)
+        form.addRow("Operation:", self.operation)
+        form.addRow("", self.counter)
+        form.addRow("Targets:", self.targets)
+        form.addRow("Rule:", self.rule)
+        form.addRow("Reason:", self.reason)
+
+        self.countdown = QLabel()
+        self.error = QLabel()
+        self.error.setStyleSheet("color: #b71c1c;")
+        self.error.setWordWrap(True)
+        self.error.hide()
+        self.buttons: dict[str, QPushButton] = {}
+        row = QHBoxLayout()
+        row.addWidget(self.countdown, 1)
+        for answer, text in ANSWER_BUTTONS:
+            button = QPushButton(text)
+            button.setAutoDefault(False)
+            button.clicked.connect(lambda _=False, a=answer: self._answer(a))
+            self.buttons[answer] = button
+            row.addWidget(button)
+        self.deny_button = self.buttons["deny"]
+        self.deny_button.setDefault(True)
+
+        layout = QVBoxLayout(self)
+        layout.addLayout(top)
+        layout.addLayout(form)
+        layout.addWidget(self.error)
+        layout.addLayout(row)
+        self.resize(820, self.sizeHint().height())
+
+    # -- content ----------------------------------------------------------------
+
+    def show_pending(self, pending: Pending | None, position: int = 1, total: int = 1) -> None:
+        """Show ``pending`` (None hides the prompt). A new prompt re-arms the key guard."""
+        if pending is None:
+            self.pending = None
+            self._tick.stop()
+            self.hide()
+            return
+        if pending is not self.pending:
+            self.pending = pending
+            self._fill(pending)
+            self._start_guard()
+        self.queue_label.setText(f"{position} of {total} waiting" if total > 1 else "")
+        self.counter.setText(f"×{pending.count} identical requests" if pending.count > 1 else "")
+        self.counter.setVisible(pending.count > 1)
+        self._show_countdown()
+        self._tick.start()
+        self.resize(max(self.width(), 820), self.sizeHint().height())
+        if not self.isVisible():
+            self.show()
+            self.raise_()
+        self.deny_button.setFocus(Qt.OtherFocusReason)
+
+    def show_error(self, message: str) -> None:
+        self.error.setText(message)
+        self.error.show()
+
+    def _fill(self, pending: Pending) -> None:
+        req, who = pending.request, pending.requester
+        self.error.hide()
+        batch = len(req.targets)
+        self.heading.setText(
+            f"{who.client} wants to {req.operation} {batch} files" if batch > 1 else f"{who.client} wants to {req.operation}"
+        )
+        pid = f", pid {who.pid}" if who.pid is not None else ""
+        self.who.setText(f"{who.label}  (session {who.session}{pid})")
+        self.tool.setText(req.tool)
+        self.operation.setText(req.operation)
+        self.targets.clear()
+        for target in req.targets:
+            relative = "(outside every root)" if target.relative is None else target.relative or "."
+            self.targets.addTopLevelItem(QTreeWidgetItem([target.path, relative, target.root or "", target.need or "?"]))
+        rows = min(max(len(req.targets), 2), 8)
+        row_height = self.targets.sizeHintForRow(0) or self.fontMetrics().height() + 4
+        self.targets.setFixedHeight(self.targets.header().sizeHint().height() + rows * row_height + 6)
+        self.rule.setText(req.rule or "(no rule: outside the baseline)")
+        self.reason.setText(req.reason or "(none given)")
+        self.buttons["always"].setToolTip(
+            "Writes a [[paths]] rule to your user configuration file"
+            if pending.can_always
+            else "Unavailable: the request does not say which policy each target needs"
+        )
+
+    def _show_countdown(self) -> None:
+        if self.pending is None:
+            return
+        countdown = self.pending.countdown
+        left = countdown.remaining(self.clock())
+        if countdown.paused:
+            self.countdown.setText(f"Countdown paused ({left:.0f} s left)")
+        else:
+            self.countdown.setText(f"Denies in {max(0, round(left))} s")
+
+    # -- key guard and interaction --------------------------------------------
+
+    def _start_guard(self) -> None:
+        self.guarded = True
+        self._set_buttons_enabled(False)
+        self._guard_timer.start(max(0, self.key_guard_ms))
+
+    def _end_guard(self) -> None:
+        self.guarded = False
+        self._set_buttons_enabled(True)
+        self.deny_button.setFocus(Qt.OtherFocusReason)
+
+    def _set_buttons_enabled(self, enabled: bool) -> None:
+        for answer, button in self.buttons.items():
+            allowed = enabled and (answer != "always" or (self.pending is not None and self.pending.can_always))
+            button.setEnabled(allowed)
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:
+        kind = event.type()
+        if self.guarded and kind in _GUARDED:
+            return True
+        if kind in _INTERACTION and self.pending is not None and not self.pending.countdown.paused:
+            self.interacted.emit(self.pending)
+            self._show_countdown()
+        return False
+
+    def keyPressEvent(self, event) -> None:
+        if self.guarded:
+            return
+        if event.key() == Qt.Key_Escape:
+            self._answer("deny")
+            return
+        super().keyPressEvent(event)
+
+    def reject(self) -> None:
+        """Esc or closing the window: deny (once the key guard is over)."""
+        if self.pending is not None and not self.guarded:
+            self._answer("deny")
+
+    def closeEvent(self, event) -> None:
+        """Closing the window denies (a click, not a keystroke: no guard)."""
+        if self.pending is not None:
+            self.answered.emit(self.pending, "deny")
+        if self.pending is not None:  # the next request in the queue is showing now
+            event.ignore()
+        else:
+            event.accept()
+
+    def _answer(self, answer: str) -> None:
+        if self.pending is None or self.guarded:
+            return
+        if answer == "always" and not self.pending.can_always:
+            return
+        self.answered.emit(self.pending, answer)

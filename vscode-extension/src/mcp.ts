@@ -1,0 +1,58 @@
+/**
+ * Offers the guarded MCP file server to VS Code's agent: `rootguard mcp` with
+ * one `--root` per workspace folder, through the MCP server definition
+ * provider API when this VS Code has it (feature-detected: final in VS Code
+ * 1.101 with `contributes.mcpServerDefinitionProviders`; VS Code 1.100, as in
+ * code-server 4.100, read the same id from `contributes.modelContextServerCollections`).
+ */
+import * as vscode from 'vscode';
+import { CommandLine, mcpCommand } from './serverCommand';
+
+export const MCP_PROVIDER_ID = 'rootguard.mcp';
+export const MCP_LABEL = 'Root Guard guarded files';
+
+/* eslint-disable @typescript-eslint/no-explicit-any */
+/** Registers the provider; returns false when this VS Code has no such API. */
+export function registerMcpProvider(
+  serverCommand: () => Promise<CommandLine>,
+  version: string,
+  subscriptions: vscode.Disposable[],
+): boolean {
+  const api = vscode as any;
+  const register = api.lm?.registerMcpServerDefinitionProvider;
+  const Definition = api.McpStdioServerDefinition;
+  if (typeof register !== 'function' || typeof Definition !== 'function') {
+    return false;
+  }
+  const changed = new vscode.EventEmitter<void>();
+  let registration: vscode.Disposable;
+  const provider = {
+    onDidChangeMcpServerDefinitions: changed.event,
+    provideMcpServerDefinitions: async () => {
+      const folders = (vscode.workspace.workspaceFolders ?? []).filter((f) => f.uri.scheme === 'file').map((f) => f.uri.fsPath);
+      const enabled = vscode.workspace.getConfiguration('rootguard').get<boolean>('mcp.enabled', true);
+      if (!enabled || folders.length === 0) {
+        return [];
+      }
+      const line = mcpCommand(await serverCommand(), folders);
+      return [new Definition(MCP_LABEL, line.command, line.args, {}, version)];
+    },
+  };
+  try {
+    registration = register.call(api.lm, MCP_PROVIDER_ID, provider);
+  } catch {
+    changed.dispose(); // e.g. a proposed API this VS Code does not grant
+    return false;
+  }
+  subscriptions.push(
+    changed,
+    registration,
+    vscode.workspace.onDidChangeWorkspaceFolders(() => changed.fire()),
+    vscode.workspace.onDidChangeConfiguration((event) => {
+      if (['rootguard.mcp.enabled', 'rootguard.serverCommand', 'rootguard.python'].some((key) => event.affectsConfiguration(key))) {
+        changed.fire();
+      }
+    }),
+  );
+  return true;
+}

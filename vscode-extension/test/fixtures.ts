@@ -1,0 +1,72 @@
+/** Status payloads shaped like the server's `rootguard/status` (see status contract). */
+import { Status } from '../src/types';
+
+export const NARROW = '/home/dev/shop/packages/checkout';
+export const REPO = '/home/dev/shop';
+
+export function normalStatus(): Status {
+  return {
+    version: 1,
+    session: 's-1',
+    roots: [NARROW],
+    union: [NARROW, '/home/dev/shop-hotfix/packages/checkout'],
+    entries: [
+      { path: NARROW, origin: 'folder', reason: 'workspace folder' },
+      { path: '/home/dev/shop-hotfix/packages/checkout', origin: 'worktree', reason: 'linked worktree of shop' },
+    ],
+    shadowed: [],
+    worktrees: [{ path: '/home/dev/shop-hotfix', mode: 'include', repository: REPO, locked: false, prunable: false }],
+    mounts: null,
+    widened: false,
+    widening: [],
+    inventory: null,
+    inventory_pending: false,
+    summary: '1 root',
+    warnings: [],
+  };
+}
+
+export function widenedStatus(): Status {
+  return {
+    version: 1,
+    session: 's-1',
+    roots: [NARROW, REPO],
+    union: [REPO],
+    entries: [{ path: REPO, origin: 'folder', reason: 'workspace folder' }],
+    shadowed: [{ path: NARROW, by: REPO }],
+    worktrees: [{ path: '/home/dev/shop-hotfix', mode: 'request', repository: REPO, locked: true, prunable: false }],
+    mounts: {
+      mounts: [{ source: NARROW, target: '/workspace', mode: 'rw', origin: '.vscode/mcp.json servers.code-index' }],
+      roots_without_mount: [REPO],
+      mounts_outside_union: [{ source: '/home/dev/cache', target: '/cache' }],
+      suggested: [
+        { source: NARROW, target: '/workspace', mode: 'rw', reason: 'workspace folder' },
+        { source: `${REPO}/node_modules/.pnpm`, target: '/workspace/node_modules/.pnpm', mode: 'ro', reason: 'pnpm store' },
+      ],
+      docker_args: ['-v', `${NARROW}:/workspace:rw`, '-v', `${REPO}/node_modules/.pnpm:/workspace/node_modules/.pnpm:ro`, '-v', "/home/dev/it's here:/x:ro"],
+      unrescuable: [],
+      first_party: [{ link: `${NARROW}/node_modules/@shop/ui`, target: `${REPO}/packages/ui` }],
+      single_files: [`${REPO}/tsconfig.base.json`],
+    },
+    widened: true,
+    widening: [{ folder: REPO, entry: NARROW, kind: 'ancestor' }],
+    inventory: {
+      widens: true,
+      files_before: 340,
+      files_after: 61000,
+      ratio: 179.4,
+      credentials: [{ path: `${REPO}/.env`, count: 4 }, { path: `${REPO}/infra/prod.tfvars`, count: 6 }],
+      git: [{ path: `${REPO}/.git`, bytes: 640 * 1024 * 1024, commits: 53, deleted_sensitive: ['.env.production'] }],
+      siblings: [`${REPO}/packages/ui`, `${REPO}/packages/payments`],
+      ci_roles: [{ path: `${REPO}/.github/workflows/deploy.yml`, roles: ['arn:aws:iam::123456789012:role/deploy'] }],
+      stores: [{ path: `${REPO}/node_modules/.pnpm`, files: 1200 }],
+    },
+    inventory_pending: false,
+    summary: '⚠ union ×180: +60,660 files, 2 secrets files, .git (53 commits)',
+    warnings: [{ severity: 'warning', code: 'union-widened', message: `${REPO} widened ${NARROW}` }],
+  };
+}
+
+export function noFolderStatus(): Status {
+  return { ...normalStatus(), roots: [], union: [], entries: [], worktrees: [], summary: 'no folder' };
+}

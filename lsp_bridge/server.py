@@ -17,10 +17,10 @@ from typing import Any
 
 from lsprotocol import types
 from pygls.lsp.server import LanguageServer
+from pygls.protocol import LanguageServerProtocol
 from pygls.uris import from_fs_path, to_fs_path
 
 from . import __version__
-from .tracker import RootTracker
 
 log = logging.getLogger("rootguard.lsp")
 
@@ -32,10 +32,33 @@ MIGRATE_COMMAND = "rootguard.migrateConfig"
 CONFIG_NAMES = (".rootguard.toml",)
 
 
+class RootGuardProtocol(LanguageServerProtocol):
+    """Tolerates clients that send folder entries without a ``uri``.
+
+    Neovim 0.7's ``add_workspace_folder`` sends ``removed: [{}]``; strict
+    deserialization would drop the whole notification, and with it the warning.
+    """
+
+    def structure_message(self, data):
+        if isinstance(data, dict) and data.get("method") == types.WORKSPACE_DID_CHANGE_WORKSPACE_FOLDERS:
+            event = (data.get("params") or {}).get("event")
+            if isinstance(event, dict):
+                for key in ("added", "removed"):
+                    items = event.get(key)
+                    if isinstance(items, list):
+                        event[key] = [f for f in items if isinstance(f, dict) and isinstance(f.get("uri"), str)]
+        return super().structure_message(data)
+
+
 class RootGuardServer(LanguageServer):
     def __init__(self) -> None:
-        super().__init__("rootguard", __version__, text_document_sync_kind=types.TextDocumentSyncKind.Full)
-        self.tracker = RootTracker()
+        super().__init__(
+            "rootguard",
+            __version__,
+            text_document_sync_kind=types.TextDocumentSyncKind.Full,
+            protocol_cls=RootGuardProtocol,
+        )
+        self._tracker = None
         self.folders: list[str] = []
         self.session_grants: set[tuple[str, str]] = set()
         self._inventory_cache = None
@@ -43,6 +66,15 @@ class RootGuardServer(LanguageServer):
         self._published: set[str] = set()
         self._inventory_task: asyncio.Future | None = None
         self._tray = None
+
+    @property
+    def tracker(self):
+        """The window's domain state, built on first use (keeps start-up fast)."""
+        if self._tracker is None:
+            from .tracker import RootTracker
+
+            self._tracker = RootTracker()
+        return self._tracker
 
     # -- sending -------------------------------------------------------------
 
@@ -70,8 +102,10 @@ class RootGuardServer(LanguageServer):
 
     def apply_change(self, change) -> None:
         """Status first, then (off the event loop) the slow parts."""
-        if change.widened or change.added_folders or not change.after.is_subset_of(change.before):
-            self.session_grants.clear()
+        if change.after.paths != change.before.paths:
+            self.session_grants.clear()  # grants end when the workspace changes
+            if self._tray is not None:
+                self._tray.set_folders(self.tracker.session.folders)
         self.send_status()
         self.publish_config_diagnostics()
         self.refresh_watches()
@@ -87,6 +121,10 @@ class RootGuardServer(LanguageServer):
 
         if self._inventory_cache is None:
             self._inventory_cache = InventoryCache()
+        if warn:
+            # A new widening: count afresh. Watches are shallow (watch.py), so
+            # only file events between widenings are applied incrementally.
+            self._inventory_cache.invalidate()
         reference, current = self.tracker.inventory_span()
         progress = await self._progress_begin("Root Guard: measuring what the new root hands over")
         loop = asyncio.get_running_loop()

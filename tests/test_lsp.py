@@ -249,3 +249,73 @@ async def test_explain_reports_rule_and_reason(client, tmp_path):
     assert all(d["decision"] == "allow" for d in result["decisions"])
     outside = as_data(await client.client.protocol.send_request_async("rootguard/explain", {"path": str(tmp_path), "op": "read"}))
     assert outside["decisions"][0]["decision"] == "deny"
+
+
+# --- approvals without a tray (issue 4) ---------------------------------------------
+
+
+def request_repo(tmp_path):
+    repo = make_repo(tmp_path / "svc", {"docs/a.md": "a\n", "src/b.py": "b\n"})
+    (repo / ".rootguard.toml").write_text(
+        'version = 2\n[approvals]\ntimeout_seconds = 5\n'
+        '[[paths]]\nid = "ask-docs"\npath = "docs"\npolicies = { read = "request", write = "request" }\n'
+    )
+    return repo
+
+
+async def access(client, path, op="read"):
+    result = await client.client.protocol.send_request_async(
+        "rootguard/access", {"path": str(path), "op": op, "tool": "read_file"}
+    )
+    return as_data(result)
+
+
+@pytest.mark.parametrize(
+    "answer, expected", [("Allow once", "allow"), ("Deny", "deny"), (None, "deny")]
+)
+async def test_no_tray_asks_in_the_editor(client, tmp_path, answer, expected):
+    repo = request_repo(tmp_path)
+    prompts = []
+
+    def on_request(params):
+        prompts.append(params)
+        return types.MessageActionItem(title=answer) if answer else None
+
+    client.client.feature(types.WINDOW_SHOW_MESSAGE_REQUEST)(on_request)
+    await client.start([repo])
+    await client.next_status(0)
+    result = await access(client, repo / "docs/a.md")
+    assert result["decision"] == expected
+    assert result["rule"] == "ask-docs"
+    prompt = prompts[0]
+    assert [a.title for a in prompt.actions] == ["Allow once", "Allow for this session", "Deny"]
+    assert str(repo / "docs/a.md") in prompt.message and "read_file" in prompt.message
+    assert (await access(client, repo / "src/b.py"))["decision"] == "allow"  # no prompt for allowed paths
+    assert len(prompts) == 1
+
+
+async def test_allow_for_this_session_lasts_until_the_folders_change(client, tmp_path):
+    repo = request_repo(tmp_path)
+    other = make_repo(tmp_path / "other")
+    prompts = []
+    client.client.feature(types.WINDOW_SHOW_MESSAGE_REQUEST)(
+        lambda params: prompts.append(params) or types.MessageActionItem(title="Allow for this session")
+    )
+    await client.start([repo])
+    await client.next_status(0)
+    assert (await access(client, repo / "docs/a.md"))["decision"] == "allow"
+    assert (await access(client, repo / "docs/a.md"))["decision"] == "allow"
+    assert len(prompts) == 1
+    mark = client.change_folders(added=[other])
+    await client.next_status(mark)
+    assert (await access(client, repo / "docs/a.md"))["decision"] == "allow"
+    assert len(prompts) == 2  # the grant was dropped with the workspace change
+
+
+async def test_no_tray_and_no_prompt_support_denies_saying_why(client, tmp_path):
+    repo = request_repo(tmp_path)
+    await client.start([repo], show_message=False)
+    await client.next_status(0)
+    result = await access(client, repo / "docs/a.md")
+    assert result["decision"] == "deny"
+    assert "no approver is running" in result["reason"]

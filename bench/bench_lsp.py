@@ -1,0 +1,196 @@
+"""The language server on the seed's ~61,000-file monorepo, each figure beside its baseline.
+
+    python bench/bench_lsp.py [--dir DIR] [--repeat 5]
+
+Drives the real server (``python -m lsp_bridge``) over stdio with a minimal
+JSON-RPC client and prints, in one run:
+
+* cold start to the ``initialize`` result, beside a bare pygls server (the
+  floor any pygls server pays: Python + pygls + lsprotocol imports);
+* ``didChangeWorkspaceFolders`` (add the repository root) to the first
+  ``rootguard/status`` with ``widened``, beside a trivial request round trip
+  on the same connection (the transport floor);
+* the inventory of the widening (status ``widened`` to status with the
+  inventory), beside ``find ROOT -type f | wc -l`` plus ``du -sb ROOT/.git``;
+* the server's peak RSS after the inventory, beside the bare pygls server's;
+* re-inventory after touching one file: touch to the updated status, minus the
+  watcher's 150 ms debounce, beside the cold inventory.
+
+Targets (issue 3): status <= 30 ms median; inventory <= 1.3x find+du;
+RSS <= 80 MB; cold start <= 400 ms; re-inventory <= 50 ms.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import queue
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.dirname(HERE))
+
+from bench_inventory import ensure_repo  # noqa: E402
+
+BARE_SERVER = "from pygls.lsp.server import LanguageServer; LanguageServer('bare', '1').start_io()"
+DEBOUNCE = 0.15
+
+
+class Rpc:
+    """A minimal stdio JSON-RPC client: messages are timestamped on arrival."""
+
+    def __init__(self, argv: list[str], env: dict[str, str]):
+        self.started = time.perf_counter()
+        self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env)
+        self.inbox: queue.Queue = queue.Queue()
+        self._next = 0
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        out = self.proc.stdout
+        while True:
+            length = None
+            while True:
+                line = out.readline()
+                if not line:
+                    return
+                if line == b"\r\n":
+                    break
+                name, _, value = line.decode().partition(":")
+                if name.lower() == "content-length":
+                    length = int(value)
+            message = json.loads(out.read(length))
+            self.inbox.put((time.perf_counter(), message))
+
+    def send(self, method: str, params=None, *, request: bool = False):
+        message = {"jsonrpc": "2.0", "method": method, "params": params}
+        if request:
+            self._next += 1
+            message["id"] = self._next
+        body = json.dumps(message).encode()
+        self.proc.stdin.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
+        self.proc.stdin.flush()
+        return message.get("id")
+
+    def wait(self, predicate, timeout: float = 120.0):
+        deadline = time.perf_counter() + timeout
+        while True:
+            at, message = self.inbox.get(timeout=max(deadline - time.perf_counter(), 0.01))
+            if predicate(message):
+                return at, message
+
+    def rss_peak_kb(self) -> int:
+        with open(f"/proc/{self.proc.pid}/status") as handle:
+            for line in handle:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1])
+        return 0
+
+    def close(self) -> None:
+        try:
+            self.send("shutdown", request=True)
+            self.send("exit")
+            self.proc.wait(5)
+        except Exception:
+            self.proc.kill()
+
+
+def folder(path: str) -> dict:
+    return {"uri": "file://" + path, "name": os.path.basename(path)}
+
+
+def initialize(rpc: Rpc, folders: list[str]) -> float:
+    rid = rpc.send(
+        "initialize",
+        {"processId": os.getpid(), "capabilities": {"workspace": {"workspaceFolders": True}},
+         "workspaceFolders": [folder(f) for f in folders]},
+        request=True,
+    )
+    at, _ = rpc.wait(lambda m: m.get("id") == rid)
+    rpc.send("initialized", {})
+    return at - rpc.started
+
+
+def is_status(message, predicate=lambda p: True) -> bool:
+    return message.get("method") == "rootguard/status" and predicate(message["params"])
+
+
+def median_ms(values) -> str:
+    return f"{statistics.median(values) * 1000:8.1f} ms"
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--dir", default=os.path.join(tempfile.gettempdir(), "rg-bench"))
+    parser.add_argument("--repeat", type=int, default=5)
+    args = parser.parse_args()
+    repo, narrow = ensure_repo(args.dir, 61_000, 300)
+    env = dict(os.environ)
+    config = os.path.join(args.dir, "bench-user-config.toml")
+    with open(config, "w") as handle:
+        handle.write("version = 2\n")
+    env["ROOTGUARD_CONFIG"] = config
+    server = [sys.executable, "-m", "lsp_bridge"]
+
+    cold, bare_cold, status_lat, rtt, inv, bare_rss, rss, touch = [], [], [], [], [], [], [], []
+    for _ in range(args.repeat):
+        bare = Rpc([sys.executable, "-c", BARE_SERVER], env)
+        bare_cold.append(initialize(bare, [narrow]))
+        bare_rss.append(bare.rss_peak_kb())
+        bare.close()
+
+        rpc = Rpc(server, env)
+        cold.append(initialize(rpc, [narrow]))
+        rpc.wait(lambda m: is_status(m))
+        rpc.wait(lambda m: is_status(m, lambda p: p["mounts"] is not None))
+        for _ in range(3):  # transport floor: a trivial request
+            sent = time.perf_counter()
+            rid = rpc.send("rootguard/inventory", {}, request=True)
+            at, _ = rpc.wait(lambda m: m.get("id") == rid)
+            rtt.append(at - sent)
+        sent = time.perf_counter()
+        rpc.send("workspace/didChangeWorkspaceFolders", {"event": {"added": [folder(repo)], "removed": []}})
+        at, _ = rpc.wait(lambda m: is_status(m, lambda p: p["widened"]))
+        status_lat.append(at - sent)
+        done, _ = rpc.wait(lambda m: is_status(m, lambda p: p["inventory"] is not None))
+        inv.append(done - at)
+        rss.append(rpc.rss_peak_kb())
+        time.sleep(1.0)  # let the mount reconciliation's status arrive, then start clean
+        while not rpc.inbox.empty():
+            rpc.inbox.get_nowait()
+        target = os.path.join(repo, "README.md")
+        sent = time.perf_counter()
+        os.utime(target)
+        at, _ = rpc.wait(lambda m: is_status(m, lambda p: p["inventory"] is not None), timeout=10)
+        touch.append(max(at - sent - DEBOUNCE, 0.0))
+        rpc.close()
+
+    baseline = []
+    for _ in range(args.repeat):
+        start = time.perf_counter()
+        subprocess.run(f"find {repo} -type f | wc -l; du -sb {repo}/.git", shell=True, capture_output=True)
+        baseline.append(time.perf_counter() - start)
+
+    def row(name, ours, theirs, their_name, unit=median_ms, target=""):
+        a, b = statistics.median(ours), statistics.median(theirs)
+        print(f"{name:<34} {unit(ours)}   {their_name:<28} {unit(theirs)}   x{a / b:5.2f}   {target}")
+
+    print(f"\nrepository: {repo} (~61,000 files, 300 commits); {args.repeat} runs, medians\n")
+    print(f"{'measure':<34} {'ours':>11}   {'baseline':<28} {'value':>11}   ratio   target")
+    row("cold start -> initialize result", cold, bare_cold, "bare pygls server", target="<= 400 ms")
+    row("didChangeWorkspaceFolders -> status", status_lat, rtt, "trivial request round trip", target="<= 30 ms")
+    row("inventory (widened -> report)", inv, baseline, "find | wc -l + du -sb .git", target="<= 1.3x")
+    kb = lambda values: f"{statistics.median(values) / 1024:8.1f} MB"  # noqa: E731
+    row("server peak RSS after inventory", rss, bare_rss, "bare pygls server", unit=kb, target="<= 80 MB")
+    row("touch one file -> new inventory", touch, inv, "cold inventory", target="<= 50 ms (debounce excluded)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

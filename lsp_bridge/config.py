@@ -933,6 +933,8 @@ def _merge(layers: list[Layer]) -> dict[str, Any]:
         rules = _merge_by(rules, layer.paths, lambda rule: rule.id)
         mounts = _merge_by(mounts, layer.mounts, lambda mount: mount.target)
         safety.update(layer.safety)
+        if layer.file is not None and (layer.version == 1 or layer.safety):
+            fields["safety_source"] = layer.source
     fields.update(safety, paths=rules, mounts=mounts, version=1 if v1_active else 2)
     return fields
 

@@ -17,7 +17,7 @@ import re
 import stat
 import subprocess
 import threading
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Callable, Iterable, Sequence
 
 from .paths import is_within
@@ -259,7 +259,8 @@ class InventoryCache:
         self._role_dirs: set[str] = set()
         self._gitlink_dirs: set[str] = set()
         self._specials: set[str] = set()
-        self._git_meta: dict[str, tuple[tuple, GitDir]] = {}
+        self._histories: dict[str, _History] = {}
+        self._git_sizes: dict[str, tuple[tuple, int]] = {}  # common dir -> (key, bytes)
         self._git_size_stale: set[str] = set()
         self._errors: dict[str, str] = {}
 
@@ -285,26 +286,33 @@ class InventoryCache:
             path = os.path.normpath(path)
             for key in [k for k in self._dirs if is_within(k, path)]:
                 self._forget(key)
-            self._git_meta = {k: v for k, v in self._git_meta.items()
-                              if not is_within(k, path)}
+            for common in [k for k in self._histories if is_within(k, path)]:
+                del self._histories[common]
+                self._git_sizes.pop(common, None)
 
     # ------------------------------------------------------------ reporting
 
     def _report(self, old: tuple[str, ...], new: tuple[str, ...],
                 progress: Progress | None) -> InventoryReport:
+        added = tuple(r for r in new if not _within_any(r, old))
+        for root in added:  # git reads the history while we walk the tree
+            common = _repository_at(root)
+            if common:
+                self._history(common, progress)
         for root in dict.fromkeys((*old, *new)):
             self._ensure(root, progress)
         seen_before = self._exposure(old)
         seen_after = self._exposure(new)
-        added = tuple(r for r in new if not _within_any(r, old))
+        new_git = [(path, tuple(sorted(set(via)))) for path, via in sorted(seen_after.git.items())
+                   if path not in seen_before.git]
+        for path, _ in new_git:  # repositories met during the walk: start them together
+            self._history(path, progress)
         return InventoryReport(
             before=old, after=new, added_roots=added, widens=bool(added),
             files_before=seen_before.files, files_after=seen_after.files,
             credentials=tuple(CredentialFile(p, c) for p, c in sorted(
                 seen_after.credentials.items()) if p not in seen_before.credentials),
-            git=tuple(self._git_dir(path, tuple(via), progress)
-                      for path, via in sorted(seen_after.git.items())
-                      if path not in seen_before.git),
+            git=tuple(self._git_dir(path, via) for path, via in new_git),
             siblings=tuple(sorted(
                 d for d in seen_after.manifests - seen_before.manifests
                 if not any(is_within(r, d) for r in old))),
@@ -583,22 +591,25 @@ class InventoryCache:
 
     # ------------------------------------------------------------ git
 
-    def _git_dir(self, common: str, via: tuple[str, ...], progress: Progress | None) -> GitDir:
-        """Size, commit count and deleted credential files; git runs only when a ref moved."""
+    def _history(self, common: str, progress: Progress | None) -> _History:
+        """The history reading of ``common``: the cached one while no ref moved, else a new one."""
         key = _git_key(common)
-        cached = self._git_meta.get(common)
-        if cached is None or cached[0] != key:
+        history = self._histories.get(common)
+        if history is None or history.key != key:
             if progress:
                 progress(f"reading git history of {common}")
-            info = GitDir(common, self._du(common), _commit_count(common),
-                          _deleted_sensitive(common))
-        elif common in self._git_size_stale:
-            info = replace(cached[1], bytes=self._du(common))
-        else:
-            info = cached[1]
-        self._git_meta[common] = (key, info)
-        self._git_size_stale.discard(common)
-        return replace(info, via=tuple(sorted(set(via))))
+            history = self._histories[common] = _History(common, key)
+        return history
+
+    def _git_dir(self, common: str, via: tuple[str, ...]) -> GitDir:
+        """Size, commit count and deleted credential files (history read by ``_history``)."""
+        history = self._histories[common]
+        size = self._git_sizes.get(common)
+        if size is None or size[0] != history.key or common in self._git_size_stale:
+            size = self._git_sizes[common] = (history.key, self._du(common))
+            self._git_size_stale.discard(common)
+        commits, deleted = history.result()
+        return GitDir(common, size[1], commits, deleted, via)
 
     def _du(self, top: str) -> int:
         """Apparent size of ``top`` like ``du -sb``: files, directories and links, once per inode."""
@@ -750,6 +761,18 @@ def _read_roles(path: str) -> tuple[str, ...]:
 # ---------------------------------------------------------------- git directories
 
 
+def _repository_at(root: str) -> str | None:
+    """The common git directory of the ``.git`` directory or file directly in ``root``."""
+    dot_git = os.path.join(root, ".git")
+    try:
+        mode = os.lstat(dot_git).st_mode
+    except OSError:
+        return None
+    if stat.S_ISDIR(mode):
+        return _common_dir_of(dot_git)
+    return _common_dir_from_gitfile(dot_git) if stat.S_ISREG(mode) else None
+
+
 def _enclosing_git_dir(path: str) -> str | None:
     """``path`` up to and including its last ``.git`` component."""
     parts = path.split(os.sep)
@@ -793,6 +816,50 @@ def _git_key(common: str) -> tuple:
 
 _GIT_KEY_FILES = ("HEAD", "packed-refs", "FETCH_HEAD", os.path.join("logs", "HEAD"),
                   os.path.join("refs", "heads"), os.path.join("objects", "pack"))
+
+
+class _History:
+    """Commit count and deleted credential files of one repository, read in the background.
+
+    Git runs in its own processes, so the history is read while the tree is
+    walked; ``result()`` waits for both answers. ``key`` is the ``_git_key``
+    the reading started from.
+    """
+
+    def __init__(self, common: str, key: tuple) -> None:
+        self.key = key
+        self._commits = _in_background(_commit_count, common)
+        self._deleted = _in_background(_deleted_sensitive, common)
+
+    def result(self) -> tuple[int | None, tuple[str, ...] | None]:
+        return self._commits(), self._deleted()
+
+
+def _in_background(function: Callable, *args: object) -> Callable[[], object]:
+    """Start ``function(*args)`` in a daemon thread; the returned callable waits for its value.
+
+    The value is None when the function raised: for git that means "could not tell".
+    """
+    box: list[object] = [None]
+
+    def run() -> None:
+        try:
+            box[0] = function(*args)
+        except Exception:  # noqa: BLE001 - reported as unknown, never as "none"
+            box[0] = None
+
+    thread = threading.Thread(target=run, name="rootguard-git", daemon=True)
+    try:
+        thread.start()
+    except RuntimeError:  # no thread to spare: answer now
+        run()
+        return lambda: box[0]
+
+    def wait() -> object:
+        thread.join()
+        return box[0]
+
+    return wait
 
 
 def _git_env() -> dict[str, str]:

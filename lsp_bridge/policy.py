@@ -27,6 +27,7 @@ operation). ``decide`` adds the one piece of I/O, resolving symbolic links.
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 from dataclasses import dataclass
@@ -98,6 +99,7 @@ class Target:
 
     canonical: str
     links: tuple[str, ...] = ()  # canonical locations of the symbolic links traversed
+    loop: bool = False  # resolution met a symbolic link loop: nothing to authorize
 
 
 # ---------------------------------------------------------------------------
@@ -159,7 +161,12 @@ class Policy:
             if is_within(lexical, given):
                 lexical = real + lexical[len(given):]
                 break
-        real = os.path.realpath(lexical)
+        try:
+            real = os.path.realpath(lexical, strict=True)
+        except OSError as err:
+            if err.errno == errno.ELOOP:
+                return Target(lexical, loop=True)
+            real = os.path.realpath(lexical)  # not there yet: resolve what exists
         if real == lexical:
             return Target(real)
         return Target(real, tuple(_links_on_the_way(lexical)))
@@ -190,6 +197,8 @@ class Policy:
         need = _NEEDS[op]
         root, ruleset = self.select(target.canonical)
         shown_op = reported_op or op
+        if target.loop:
+            return Decision("deny", target.canonical, shown_op, None, "a symbolic link loop: the path cannot be resolved", None, root)
         verdict, rule, reason = self._decide_point(target.canonical, need, ruleset, op)
         if target.links and verdict != "deny":
             for link in target.links:
@@ -245,6 +254,9 @@ class Policy:
         elif (entry := self.scope.union.entry_for(path)) is not None:
             rule, verdict = None, "allow"
             reason = f"inside the host baseline ({entry.reason}: {entry.path})"
+        elif (area := self.scope.approval_only.entry_for(path)) is not None:
+            rule, verdict = None, "request"
+            reason = f"{area.reason} in a project file, which cannot widen access: approval required"
         else:
             rule, verdict = None, "deny"
             reason = "outside every root and no rule allows it"

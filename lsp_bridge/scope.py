@@ -11,7 +11,10 @@ The baseline is the union of, in order:
   (``packages/checkout`` in one checkout maps to ``packages/checkout`` in the
   others), so a narrow root stays narrow in every worktree;
 * version 1 only: the OS temporary directory unless ``allow_temp_directory =
-  false``, and ``/`` when ``allow_any_path = true``.
+  false``, and ``/`` when ``allow_any_path = true`` — when the user file (or the
+  environment) holds the version 1 meanings. A version 1 *project* file cannot
+  widen the boundary: those areas only become reachable with approval
+  (``Scope.approval_only``), as a project ``allow`` beyond the baseline would.
 
 Nothing here reads the process's current directory.
 """
@@ -60,6 +63,8 @@ class Scope:
     # (checkout top level, sibling checkout top level, mode) for remapping relative rules
     remaps: tuple[tuple[str, str, str], ...] = ()
     diagnostics: tuple[Diagnostic, ...] = field(default=())
+    # Areas a version 1 *project* file would have allowed ([safety]): approval only.
+    approval_only: Union = field(default_factory=Union)
 
     @property
     def first_root(self) -> str | None:
@@ -83,15 +88,16 @@ def build_scope(folders: Sequence[str], config: Config, *, locate: Locator | Non
     locate = locate or wt.locate
     diagnostics: list[Diagnostic] = []
     folder_union = compute_union(Candidate(f, "folder", "workspace folder") for f in folders)
-    diagnostics.extend(folder_union.diagnostics)
     valid_folders = tuple(_canonical_folders(folders))
 
-    base = _base_candidates(folder_union, config, diagnostics)
+    base = _base_candidates(folders, folder_union, config, diagnostics)
     remaps: list[tuple[str, str, str]] = []
     worktree_roots: list[WorktreeRoot] = []
     extra: list[Candidate] = []
     seen_checkouts: set[str] = set()
     for cand in list(base):
+        if not (os.path.isabs(cand.path) and os.path.isdir(cand.path)):
+            continue  # rejected by compute_union below, with a diagnostic
         location = _safe_locate(locate, cand.path, diagnostics)
         if location is None or location.toplevel is None:
             continue
@@ -114,7 +120,8 @@ def build_scope(folders: Sequence[str], config: Config, *, locate: Locator | Non
 
     union = compute_union([*base, *extra])
     diagnostics.extend(d for d in union.diagnostics if d not in diagnostics)
-    return Scope(valid_folders, union, tuple(worktree_roots), tuple(remaps), tuple(diagnostics))
+    approval_only = compute_union(_v1_widening(config, diagnostics) if config.safety_source == "project" else [])
+    return Scope(valid_folders, union, tuple(worktree_roots), tuple(remaps), tuple(diagnostics), approval_only)
 
 
 def _canonical_folders(folders: Sequence[str]):
@@ -127,15 +134,26 @@ def _canonical_folders(folders: Sequence[str]):
             yield path
 
 
-def _base_candidates(folder_union: Union, config: Config, diagnostics: list[Diagnostic]) -> list[Candidate]:
+def _v1_widening(config: Config, diagnostics: list[Diagnostic]) -> list[Candidate]:
+    """What version 1 ``[safety]`` meanings add to the baseline: ``/`` or the temp dir."""
+    if config.version != 1:
+        return []
     if config.allow_any_path:
         diagnostics.append(
             Diagnostic("warning", "any-path", "version 1 allow_any_path = true: every path on this machine is allowed")
         )
         return [Candidate(os.sep, "any-path", "version 1 [safety] allow_any_path = true")]
+    if config.allow_temp_directory:
+        return [Candidate(tempfile.gettempdir(), "temp", "version 1 allows the OS temporary directory")]
+    return []
+
+
+def _base_candidates(
+    folders: Sequence[str], folder_union: Union, config: Config, diagnostics: list[Diagnostic]
+) -> list[Candidate]:
     cands: list[Candidate]
     if config.roots is None:
-        cands = [Candidate(e.given, "folder", e.reason) for e in folder_union.entries]
+        cands = [Candidate(f, "folder", "workspace folder") for f in folders]
     elif config.roots_source == "project":
         cands = []
         for root in config.roots:
@@ -155,8 +173,8 @@ def _base_candidates(folder_union: Union, config: Config, diagnostics: list[Diag
         origin = "environment" if config.roots_source == "environment" else "config"
         where = "ROOTGUARD_ROOTS" if origin == "environment" else f"workspace.roots in {config.user_file}"
         cands = [Candidate(root, origin, where) for root in config.roots]
-    if config.version == 1 and config.allow_temp_directory:
-        cands.append(Candidate(tempfile.gettempdir(), "temp", "version 1 allows the OS temporary directory"))
+    if config.safety_source != "project":
+        cands += _v1_widening(config, diagnostics)
     return cands
 
 

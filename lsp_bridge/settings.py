@@ -75,6 +75,9 @@ class Config:
     allow_external_roots: bool = False
     allow_temp_directory: bool = False
     follow_symlinks: bool = True  # following links inside the baseline when no rule decides
+    # Which source made the version 1 meanings active ("project": a cloned repository's
+    # file, which may not widen access: its widening booleans only ask for approval).
+    safety_source: Source | None = None
     # Where it came from.
     user_file: str | None = None
     project_file: str | None = None

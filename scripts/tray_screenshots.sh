@@ -36,9 +36,11 @@ fi
 WORK=$(mktemp -d /tmp/rg-shots.XXXXXX)
 chmod 700 "$WORK"
 pids=()
-cleanup() {
-    for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
-    wait 2>/dev/null || true
+cleanup() {  # newest first: the driver and the tray before their X server
+    for ((i = ${#pids[@]} - 1; i >= 0; i--)); do
+        kill "${pids[i]}" 2>/dev/null || true
+        wait "${pids[i]}" 2>/dev/null || true
+    done
     rm -rf "$WORK"
 }
 trap cleanup EXIT
@@ -66,7 +68,7 @@ mkdir -p -m 700 "$XDG_RUNTIME_DIR"
 SOCK=$WORK/tray.sock
 printf '# demo user configuration\nversion = 2\n' >"$ROOTGUARD_CONFIG"
 
-(cd "$ROOT" && "$PY" -m tray --socket "$SOCK" --key-guard-ms 0 >"$WORK/tray.log" 2>&1) &
+(cd "$ROOT" && exec "$PY" -m tray --socket "$SOCK" --key-guard-ms 0 >"$WORK/tray.log" 2>&1) &
 pids+=($!)
 for _ in $(seq 200); do [[ -S $SOCK ]] && break; sleep 0.1; done
 [[ -S $SOCK ]] || { echo "the tray did not start:" >&2; cat "$WORK/tray.log" >&2; exit 1; }
@@ -124,7 +126,7 @@ async def main():
 
 asyncio.run(main())
 EOF
-(cd "$ROOT" && PYTHONPATH=$ROOT "$PY" "$WORK/driver.py" "$SOCK" "$WORK" >"$WORK/driver.log" 2>&1) &
+(cd "$ROOT" && PYTHONPATH=$ROOT exec "$PY" "$WORK/driver.py" "$SOCK" "$WORK" >"$WORK/driver.log" 2>&1) &
 pids+=($!)
 sleep 2
 

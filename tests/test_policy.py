@@ -380,3 +380,18 @@ def test_symlink_escapes_are_denied_cve_2025_53109(tmp_path):
         assert decision.decision == "deny", path
         assert decision.path.startswith(str(tmp_path / "outside"))
     assert decide([root], "write", root / "dangling").decision == "deny"
+
+
+def test_a_version_1_project_file_cannot_widen_to_the_temp_directory(tmp_path):
+    folder = make_repo(tmp_path / "cloned")
+    write(folder / ".rootguard.toml", "# a legacy project file\n[safety]\nallow_any_path = true\n")
+    scratch = Path(tempfile.mkdtemp(prefix="rootguard-scratch-"))
+    try:
+        write(scratch / "note.txt")
+        session = open_session([str(folder)])
+        assert session.scope.union.paths == (str(folder),)
+        decision = session.policy.decide("read", str(scratch / "note.txt"))
+        assert decision.decision == "request" and "cannot widen" in decision.reason
+    finally:
+        (scratch / "note.txt").unlink()
+        scratch.rmdir()

@@ -16,11 +16,12 @@ import os
 import socket
 import stat
 
-from PySide6.QtCore import QObject, Qt, QTimer, Signal
+from PySide6.QtCore import QObject, Qt, QTimer
 from PySide6.QtNetwork import QLocalServer, QLocalSocket
 
 from . import protocol
 from .approvals import Answer, ApprovalQueue, Pending, QueueError, Requester
+from .hooks import Hook
 from .paths import ensure_private_dir, lock_path, peer_uid
 from .protocol import ProtocolError
 from .sessions import SessionRegistry
@@ -99,10 +100,6 @@ class Connection:
 class Broker(QObject):
     """Routes frames between clients and the approval queue."""
 
-    sessionsChanged = Signal()
-    queueChanged = Signal()
-    widened = Signal(int)  # connection id whose union just widened
-
     def __init__(
         self,
         sock_path: str,
@@ -113,6 +110,9 @@ class Broker(QObject):
         parent: QObject | None = None,
     ):
         super().__init__(parent)
+        self.sessionsChanged = Hook()
+        self.queueChanged = Hook()
+        self.widened = Hook()  # called with the connection id whose union just widened
         if auto_answer is not None and auto_answer not in ("allow_once", "deny"):
             raise ValueError("auto_answer must be allow_once or deny")
         self.path = sock_path

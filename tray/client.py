@@ -149,9 +149,10 @@ class TrayClient:
         future = asyncio.get_running_loop().create_future()
         self._waiting[rid] = future
         try:
-            await self._send(frame)
-            return await asyncio.wait_for(asyncio.shield(future), timeout)
-        except asyncio.TimeoutError:
+            async with asyncio.timeout(timeout):
+                await self._send(frame)
+                return await future
+        except TimeoutError:
             self._withdraw_now(rid)
             return Decision("timeout", rid, reason=f"no answer within {timeout:g} s")
         except asyncio.CancelledError:

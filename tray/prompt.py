@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import time
 
-from PySide6.QtCore import QEvent, QObject, Qt, QTimer, Signal
+from PySide6.QtCore import QEvent, QObject, Qt, QTimer
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QDialog,
@@ -26,6 +26,7 @@ from PySide6.QtWidgets import (
 )
 
 from .approvals import Pending
+from .hooks import Hook
 
 DEFAULT_KEY_GUARD_MS = 600
 ANSWER_BUTTONS = (
@@ -39,13 +40,12 @@ _INTERACTION = (QEvent.MouseButtonPress, QEvent.Wheel, QEvent.KeyPress)
 
 
 class ApprovalPrompt(QDialog):
-    """Shows one pending approval; emits ``answered(pending, answer)``."""
-
-    answered = Signal(object, str)
-    interacted = Signal(object)
+    """Shows one pending approval; calls ``answered(pending, answer)``."""
 
     def __init__(self, key_guard_ms: int = DEFAULT_KEY_GUARD_MS, clock=time.monotonic, parent: QWidget | None = None):
         super().__init__(parent, Qt.Window | Qt.WindowStaysOnTopHint)
+        self.answered = Hook()  # (pending, answer)
+        self.interacted = Hook()  # (pending): pause its countdown
         self.setWindowTitle("Root Guard — may the agent do this?")
         self.setModal(False)
         self.key_guard_ms = key_guard_ms

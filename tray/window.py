@@ -5,7 +5,7 @@ from __future__ import annotations
 import html
 import time
 
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import Qt
 from PySide6.QtWidgets import (
     QHBoxLayout,
     QLabel,
@@ -24,6 +24,7 @@ from PySide6.QtWidgets import (
 
 from .approvals import MissedRecord
 from .broker import Broker
+from .hooks import Hook
 from .sessions import describe
 
 ANSWER_TEXT = {
@@ -46,10 +47,9 @@ def paths_text(paths: tuple[str, ...]) -> str:
 class MainWindow(QMainWindow):
     """Everything the tray knows, in tabs. ``answerRequested`` opens the prompt."""
 
-    answerRequested = Signal()
-
     def __init__(self, broker: Broker, parent: QWidget | None = None):
         super().__init__(parent)
+        self.answerRequested = Hook()
         self.broker = broker
         self.quit_on_close = None  # a callable when closing this window quits the tray
         self.widened_icon = None  # set by the app: marks windows whose union widened
@@ -95,7 +95,7 @@ class MainWindow(QMainWindow):
     def _approvals_tab(self) -> QWidget:
         self.pending_list = QListWidget()
         answer = QPushButton("Answer…")
-        answer.clicked.connect(self.answerRequested.emit)
+        answer.clicked.connect(lambda: self.answerRequested.emit())
         return _with_buttons(self.pending_list, answer)
 
     def _recent_tab(self) -> QWidget:

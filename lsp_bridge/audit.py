@@ -1,0 +1,309 @@
+"""The decision audit log: one JSON line per decision, and ``rootguard audit``.
+
+Each line carries the seed 003 fields (``time``, ``client``, ``session_id``,
+``protocol_version``, ``tool``, ``project_id``, ``root_digest``,
+``relative_path``, ``canonicalization``, ``decision``, ``reason``,
+``correlation_id``) plus what explains the decision (``op``, ``policy``,
+``rule``, ``code``, ``approval``, ``mirror``...). Paths, rule ids and reasons
+only: file contents and secret values are never passed here.
+
+The log lives at ``<platformdirs user_state_dir('rootguard')>/audit.jsonl``
+(mode 0600, directory 0700). It rotates by size: when a line would take the
+file past ``max_bytes`` it becomes ``audit.jsonl.1`` (older ones shift up to
+``backups``). Several servers may write at once: each write holds an
+``flock`` on ``audit.jsonl.lock`` and appends one whole line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import fcntl
+import hashlib
+import json
+import os
+import sys
+import time
+from datetime import datetime, timezone
+from typing import Iterable, Iterator
+
+DEFAULT_MAX_BYTES = 10 * 1024 * 1024
+DEFAULT_BACKUPS = 5
+MAX_FIELD_CHARS = 2048
+FILE_NAME = "audit.jsonl"
+
+FIELDS = (
+    "time", "client", "session_id", "protocol_version", "tool", "project_id", "root_digest",
+    "relative_path", "canonicalization", "decision", "reason", "correlation_id",
+)
+
+
+class AuditError(OSError):
+    """The log could not be written; the message names the file."""
+
+
+def audit_path() -> str:
+    """``<user state dir>/rootguard/audit.jsonl`` (XDG_STATE_HOME on Linux)."""
+    import platformdirs
+
+    return os.path.join(platformdirs.user_state_dir("rootguard"), FILE_NAME)
+
+
+def root_digest(root: str) -> str:
+    """A stable digest of an approved root's canonical path."""
+    return "sha256:" + hashlib.sha256(root.encode("utf-8", "surrogateescape")).hexdigest()
+
+
+def now_text() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+class AuditLog:
+    """Appends decision records to the log, rotating it by size."""
+
+    def __init__(self, path: str | None = None, *, max_bytes: int = DEFAULT_MAX_BYTES, backups: int = DEFAULT_BACKUPS):
+        self.path = path or audit_path()
+        self.max_bytes = max(1024, int(max_bytes))
+        self.backups = max(1, int(backups))
+        self._fd: int | None = None
+        self._inode: int | None = None
+
+    def record(self, entry: dict) -> None:
+        """Write one decision; raises ``AuditError`` if it cannot be written."""
+        line = (json.dumps(_bounded(entry), ensure_ascii=False, separators=(",", ":")) + "\n").encode(
+            "utf-8", "backslashreplace"
+        )
+        try:
+            self._append(line)
+        except OSError as exc:
+            self.close()
+            raise AuditError(f"cannot write the audit log {self.path}: {exc.strerror or exc}") from None
+
+    def close(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+            self._inode = None
+
+    # -- internals -----------------------------------------------------------
+
+    def _append(self, line: bytes) -> None:
+        directory = os.path.dirname(self.path)
+        os.makedirs(directory, mode=0o700, exist_ok=True)
+        lock = os.open(self.path + ".lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            fd = self._current()
+            size = os.fstat(fd).st_size
+            if size and size + len(line) > self.max_bytes:
+                self._rotate()
+                fd = self._current()
+            os.write(fd, line)
+        finally:
+            os.close(lock)
+
+    def _current(self) -> int:
+        """The open log file, reopened when another process rotated it."""
+        try:
+            inode = os.stat(self.path).st_ino
+        except FileNotFoundError:
+            inode = None
+        if self._fd is None or inode != self._inode:
+            self.close()
+            self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
+            self._inode = os.fstat(self._fd).st_ino
+        return self._fd
+
+    def _rotate(self) -> None:
+        self.close()
+        for index in range(self.backups - 1, 0, -1):
+            older = f"{self.path}.{index}"
+            if os.path.exists(older):
+                os.replace(older, f"{self.path}.{index + 1}")
+        os.replace(self.path, f"{self.path}.1")
+
+
+def _bounded(entry: dict) -> dict:
+    """Long strings are cut: a log line stays a log line."""
+    out = {}
+    for key, value in entry.items():
+        if isinstance(value, str) and len(value) > MAX_FIELD_CHARS:
+            value = value[:MAX_FIELD_CHARS] + "…"
+        out[key] = value
+    return out
+
+
+# ---------------------------------------------------------------------------
+# Reading
+
+
+def read_records(path: str | None = None, *, rotated: bool = False) -> list[dict]:
+    """Every record in the log (oldest first); with ``rotated`` the rotated files too."""
+    path = path or audit_path()
+    files = [*_rotated_files(path), path] if rotated else [path]
+    records: list[dict] = []
+    for name in files:
+        try:
+            with open(name, "rb") as handle:
+                records.extend(_parse_lines(handle.read()))
+        except FileNotFoundError:
+            continue
+    return records
+
+
+def _parse_lines(data: bytes) -> Iterator[dict]:
+    for raw in data.splitlines():
+        if not raw.strip():
+            continue
+        try:
+            record = json.loads(raw)
+        except ValueError:
+            continue  # a torn or foreign line is skipped, never fatal
+        if isinstance(record, dict):
+            yield record
+
+
+class Follower:
+    """New records as they are appended, across rotations (``poll`` never blocks)."""
+
+    def __init__(self, path: str, *, from_start: bool = True):
+        self.path = path
+        self._inode: int | None = None
+        self._offset = 0
+        self._partial = b""
+        if not from_start:
+            try:
+                info = os.stat(path)
+                self._inode, self._offset = info.st_ino, info.st_size
+            except FileNotFoundError:
+                pass
+
+    def poll(self) -> list[dict]:
+        try:
+            info = os.stat(self.path)
+        except FileNotFoundError:
+            return []
+        found: list[dict] = []
+        if self._inode is not None and info.st_ino != self._inode:
+            found.extend(self._drain(f"{self.path}.1", self._inode))  # the tail written before rotation
+            self._offset, self._partial = 0, b""
+        elif info.st_size < self._offset:  # truncated in place
+            self._offset, self._partial = 0, b""
+        self._inode = info.st_ino
+        found.extend(self._read_from(self.path))
+        return found
+
+    def _drain(self, rotated: str, inode: int) -> list[dict]:
+        try:
+            if os.stat(rotated).st_ino != inode:
+                return []
+        except FileNotFoundError:
+            return []
+        return self._read_from(rotated)
+
+    def _read_from(self, name: str) -> list[dict]:
+        try:
+            with open(name, "rb") as handle:
+                handle.seek(self._offset)
+                data = handle.read()
+        except FileNotFoundError:
+            return []
+        self._offset += len(data)
+        data = self._partial + data
+        complete, _, self._partial = data.rpartition(b"\n")
+        return list(_parse_lines(complete))
+
+
+# ---------------------------------------------------------------------------
+# ``rootguard audit``
+
+
+def format_record(record: dict) -> str:
+    """One human-readable line."""
+    target = f"{record.get('project_id') or '-'}:{record.get('relative_path') or ''}"
+    if record.get("dest_relative_path"):
+        target += f" -> {record['dest_relative_path']}"
+    why = record.get("code") or record.get("rule") or ""
+    parts = [
+        str(record.get("time", "?")),
+        f"{str(record.get('decision', '?')):<5}",
+        f"{str(record.get('tool', '?')):<15}",
+        target,
+    ]
+    if why:
+        parts.append(f"[{why}]")
+    if record.get("approval"):
+        parts.append(f"approval={record['approval']}")
+    mirror = record.get("mirror")
+    if isinstance(mirror, dict) and mirror.get("agrees") is False:
+        parts.append(f"MIRROR: roots union would {mirror.get('roots_union')}")
+    parts.append(str(record.get("reason", "")))
+    return "  ".join(parts)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="rootguard audit", description="Show the Root Guard decision log.")
+    p.add_argument("--follow", "-f", action="store_true", help="keep printing new decisions as they happen")
+    p.add_argument("--json", action="store_true", help="print the raw JSON lines")
+    p.add_argument("--lines", "-n", type=int, metavar="N", help="only the last N decisions")
+    p.add_argument("--all", action="store_true", help="include rotated files")
+    p.add_argument("--disagreements", action="store_true",
+                   help="only decisions where mirror mode saw the roots union decide differently")
+    p.add_argument("--file", metavar="PATH", help="read this log instead of the user's")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    if args.lines is not None and args.lines < 0:
+        print("rootguard audit: --lines must be >= 0", file=sys.stderr)
+        return 2
+    path = os.path.abspath(args.file) if args.file else audit_path()
+    if not args.follow and not os.path.exists(path):
+        print(f"rootguard audit: no decisions logged yet ({path})", file=sys.stderr)
+        return 0
+    follower = Follower(path)
+    older = [r for name in _rotated_files(path) for r in read_records(name)] if args.all else []
+    records = _selected(older + follower.poll(), args)
+    if args.lines is not None:
+        records = records[-args.lines:] if args.lines else []
+    _print(records, args.json)
+    if args.follow:
+        return _follow(follower, args)
+    return 0
+
+
+def _rotated_files(path: str) -> list[str]:
+    """``audit.jsonl.N`` ... ``audit.jsonl.1``, oldest first."""
+    found = []
+    index = 1
+    while os.path.exists(f"{path}.{index}"):
+        found.insert(0, f"{path}.{index}")
+        index += 1
+    return found
+
+
+def _selected(records: Iterable[dict], args) -> list[dict]:
+    if not args.disagreements:
+        return list(records)
+    return [r for r in records if isinstance(r.get("mirror"), dict) and r["mirror"].get("agrees") is False]
+
+
+def _print(records: Iterable[dict], as_json: bool) -> None:
+    for record in records:
+        print(json.dumps(record, ensure_ascii=False) if as_json else format_record(record))
+    sys.stdout.flush()
+
+
+def _follow(follower: Follower, args, poll_seconds: float = 0.5) -> int:
+    try:
+        while True:
+            _print(_selected(follower.poll(), args), args.json)
+            time.sleep(poll_seconds)
+    except KeyboardInterrupt:
+        return 0
+    except BrokenPipeError:
+        return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

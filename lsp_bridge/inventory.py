@@ -360,48 +360,46 @@ class InventoryCache:
     def _scan_tree(self, top: str) -> None:
         """Scan ``top`` and every directory below it not already cached."""
         dirs = self._dirs
-        order: list[tuple[str, _Dir]] = []
-        stack = [top]
+        links: list[tuple[_Dir, _Dir]] = []  # (child, parent), parents listed first
+        stack: list[tuple[str, _Dir | None]] = [(top, None)]
         while stack:
-            path = stack.pop()
+            path, parent = stack.pop()
             entry = self._scan_dir(path, None)
             self._store(path, entry)
-            order.append((path, entry))
+            if parent is not None:
+                links.append((entry, parent))
             prefix = path + os.sep
             for name in entry.subdirs:
                 child = prefix + name
                 cached = dirs.get(child)
                 if cached is not None:
                     entry.total += cached.total  # reuse a subtree scanned before
+                elif name in _SPECIAL_NAMES and (kind := _child_kind(path, name)) != _DIR:
+                    self._add_special(child, kind)
                 else:
-                    kind = _child_kind(path, name) if name in _SPECIAL_NAMES else _DIR
-                    if kind == _DIR:
-                        stack.append(child)
-                    else:
-                        self._add_special(child, kind)
+                    stack.append((child, entry))
         # Children were listed after their parents: add each total to its parent.
-        for path, entry in reversed(order[1:]):
-            dirs[os.path.dirname(path)].total += entry.total
+        for entry, parent in reversed(links):
+            parent.total += entry.total
 
     def _scan_dir(self, path: str, old: _Dir | None) -> _Dir:
         """List one directory: its file count, interesting files and subdirectories."""
         entry = _Dir()
-        names: list[str] = []
-        subdirs: list[str] = []
         self.dirs_scanned += 1
         try:
             with os.scandir(path) as listing:
-                for item in listing:
-                    if item.is_dir(follow_symlinks=False):
-                        subdirs.append(item.name)
-                    elif item.is_file(follow_symlinks=False):
-                        names.append(item.name)
+                items = list(listing)
+            # d_type answers both questions without a stat; most entries are files.
+            names = [item.name for item in items if item.is_file(follow_symlinks=False)]
+            if len(names) < len(items):
+                entry.subdirs = tuple([item.name for item in items
+                                       if item.is_dir(follow_symlinks=False)])
             if self._errors:
                 self._errors.pop(path, None)
         except OSError as error:
             self._errors[path] = f"{path}: {error.strerror or type(error).__name__}"
+            return entry
         entry.files = entry.total = len(names)
-        entry.subdirs = tuple(subdirs)
         if names:
             joined = "\x00" + "\x00".join(names)
             found = _INTERESTING.findall(joined) if _HINT.search(joined) else []
@@ -892,8 +890,11 @@ def _deleted_sensitive(common: str) -> tuple[str, ...] | None:
     """Credential-named files deleted in some commit and absent from HEAD (names only).
 
     None when git failed or timed out: "we could not tell" is never shown as "none".
+    Without rename detection (faster), a credential file renamed away is listed
+    too: its old name is gone from HEAD while its content stays in history.
     """
-    out = _git(common, "log", "--all", "--diff-filter=D", "--name-only", "-z", "--format=")
+    out = _git(common, "log", "--all", "--no-renames", "--diff-filter=D", "--name-only",
+               "-z", "--format=")
     if out is None:
         return None
     names = {n.strip("\n") for n in out.decode("utf-8", errors="replace").split("\x00")}

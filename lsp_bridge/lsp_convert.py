@@ -51,6 +51,22 @@ def buffer_diagnostics(tracker, path: str, text: str) -> list[types.Diagnostic]:
     return [to_lsp(d) for d in diags]
 
 
+def disk_hints(tracker) -> list[Diagnostic]:
+    """Information diagnostics for the project files on disk (rules reduced to request)."""
+    from .config import parse_text
+
+    hints: list[Diagnostic] = []
+    for path in {config.project_file for _, config in tracker.session.configs() if config.project_file}:
+        try:
+            with open(path, encoding="utf-8") as handle:
+                text = handle.read()
+        except (OSError, UnicodeDecodeError):
+            continue
+        parsed = parse_text(text, path, source="project", base_dir=os.path.dirname(path))
+        hints += _reduced_allows(tracker, parsed, text, path)
+    return hints
+
+
 def _reduced_allows(tracker, parsed, text: str, path: str) -> list[Diagnostic]:
     """Information: a project rule that allows beyond the host baseline is reduced to request."""
     from .diagnostics import Range

@@ -88,9 +88,9 @@ class RootGuardServer(LanguageServer):
         self.window_show_message(types.ShowMessageParams(type=types.MessageType.Warning, message=message))
 
     def publish_config_diagnostics(self) -> None:
-        from .lsp_convert import group_by_file
+        from .lsp_convert import disk_hints, group_by_file
 
-        grouped = group_by_file(self.tracker.session.diagnostics)
+        grouped = group_by_file([*self.tracker.session.diagnostics, *disk_hints(self.tracker)])
         for path in self._published - set(grouped):
             self.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=from_fs_path(path), diagnostics=[]))
         for path, diags in grouped.items():
@@ -418,6 +418,7 @@ def main(argv: list[str] | None = None) -> int:
     import argparse
 
     parser = argparse.ArgumentParser(prog="rootguard lsp", description="Root Guard language server (stdio)")
+    parser.add_argument("--stdio", action="store_true", help="talk LSP on stdin/stdout (the default and only transport)")
     parser.add_argument("--log-level", default=os.environ.get("ROOTGUARD_LOG", "WARNING"))
     args = parser.parse_args(argv)
     logging.basicConfig(stream=sys.stderr, level=args.log_level.upper(), format="rootguard: %(levelname)s %(message)s")

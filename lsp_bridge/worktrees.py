@@ -60,9 +60,10 @@ import errno
 import os
 import stat
 import subprocess
+import time
 from dataclasses import dataclass, replace
 from functools import lru_cache
-from typing import Literal
+from typing import Literal, NamedTuple
 
 from .diagnostics import Diagnostic, Severity
 from .paths import canonical, fold, is_within
@@ -182,6 +183,24 @@ def _read_small(path: str, limit: int = _MAX_SMALL_FILE) -> bytes:
     return data
 
 
+def _read_signed(path: str) -> tuple[bytes, Signature]:
+    """``_read_small`` plus the signature of the very file read, taken before reading."""
+    try:
+        fd = os.open(path, _OPEN_FLAGS)
+    except OSError as err:
+        if err.errno in (errno.ELOOP, errno.EMLINK):
+            raise _BadFile("is a symbolic link") from None
+        raise
+    try:
+        signature = _signature(os.fstat(fd))
+        data = os.read(fd, _MAX_SMALL_FILE + 1)
+    finally:
+        os.close(fd)
+    if len(data) > _MAX_SMALL_FILE:
+        raise _BadFile("is too large")
+    return data, signature
+
+
 def _text(data: bytes) -> str:
     try:
         text = data.decode("utf-8")
@@ -202,7 +221,11 @@ def _single_line(data: bytes) -> str:
 
 def _gitfile_target(path: str) -> str:
     """The path named by a ``gitdir: <path>`` file (raw, maybe relative)."""
-    line = _single_line(_read_small(path))
+    return _gitfile_line(_read_small(path))
+
+
+def _gitfile_line(data: bytes) -> str:
+    line = _single_line(data)
     if not line.startswith("gitdir: ") or not line[8:].strip():
         raise _BadFile("is not a 'gitdir: <path>' file")
     return line[8:]

@@ -319,3 +319,50 @@ async def test_no_tray_and_no_prompt_support_denies_saying_why(client, tmp_path)
     result = await access(client, repo / "docs/a.md")
     assert result["decision"] == "deny"
     assert "no approver is running" in result["reason"]
+
+
+# --- live roots details -------------------------------------------------------------
+
+
+async def test_root_uri_is_used_only_when_no_folders_are_sent(client, tmp_path):
+    repo = make_repo(tmp_path / "solo")
+    await client.client.initialize_session(
+        types.InitializeParams(capabilities=capabilities(), root_uri=from_fs_path(str(repo)), workspace_folders=None)
+    )
+    status = await client.next_status(0)
+    assert status["roots"] == [str(repo)]
+
+
+async def test_inventory_streams_progress_and_follows_new_files(client, monorepo):
+    await client.start([monorepo.narrow])
+    await client.next_status(0)
+    mark = client.change_folders(added=[monorepo.repo])
+    first = await client.next_status(mark, lambda s: s["inventory"], "inventory")
+    assert client.client.progress_reports, "work-done progress was not reported"
+    kinds = [p.kind for reports in client.client.progress_reports.values() for p in reports]
+    assert kinds[0] == "begin" and kinds[-1] == "end"
+
+    new_env = Path(monorepo.repo) / ".env.local"
+    new_env.write_text("STRIPE_SECRET_KEY=sk_live_" + "4eC39HqLyjWDarjtT1zdp7dc" + "\n")
+    try:
+        mark = len(client.statuses)
+        updated = await client.next_status(
+            mark,
+            lambda s: s["inventory"] and any(c["path"] == str(new_env) for c in s["inventory"]["credentials"]),
+            "inventory with the new .env.local",
+        )
+        assert len(updated["inventory"]["credentials"]) == len(first["inventory"]["credentials"]) + 1
+    finally:
+        new_env.unlink()
+
+
+async def test_project_allow_beyond_the_folders_is_reported_as_reduced(client, tmp_path):
+    repo = make_repo(tmp_path / "mono", {"packages/app/index.ts": "x\n", "shared/tsconfig.json": "{}\n"})
+    config = repo / "packages/app/.rootguard.toml"
+    config.write_text('version = 2\n[[paths]]\nid = "shared"\npath = "../../shared"\npolicies = { read = "allow" }\n')
+    await client.start([repo / "packages/app"])
+    uri = from_fs_path(str(config))
+    diags = await wait_for(lambda: client.client.diagnostics.get(uri), what="reduced-allow hint")
+    hint = next(d for d in diags if d.code == "project-allow-reduced")
+    assert hint.severity == types.DiagnosticSeverity.Information
+    assert hint.range.start.line == 2  # the rule's id line

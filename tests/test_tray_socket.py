@@ -383,6 +383,36 @@ def test_after_a_tray_restart_clients_reconnect_and_are_served(sock_dir):
     assert asyncio.run(scenario()).answer == "allow_once"
 
 
+@pytest.mark.parametrize("mode, per_client", [("--headless", 300), ("--no-tray", 60)])
+def test_thousands_of_requests_leave_the_tray_alive(sock_dir, mode, per_client):
+    """PySide6 6.12 on Python 3.11 loses a reference per Qt call: without the guard in
+    tray/qtcompat.py the tray aborts ("Fatal Python error") within a few thousand."""
+    sock = sock_dir / "t.sock"
+    proc = start_tray(sock, mode, "--auto-answer", "allow_once")
+
+    async def one(n: int) -> list[str]:
+        client = TrayClient(f"s{n}", "load", [f"/repo/{n}"], socket=str(sock), reconnect=False)
+        assert await client.start()
+        answers = []
+        for i in range(per_client):
+            decision = await client.request_access("read_file", "read", [f"/repo/{n}/f{i}"], timeout=30)
+            answers.append(decision.answer)
+        await client.close()
+        return answers
+
+    async def scenario():
+        return [a for answers in await asyncio.gather(*(one(n) for n in range(10))) for a in answers]
+
+    try:
+        answers = asyncio.run(scenario())
+        assert proc.poll() is None, "the tray died"
+    finally:
+        proc.terminate()
+        _, err = proc.communicate(timeout=20)
+    assert answers == ["allow_once"] * 10 * per_client
+    assert proc.returncode == 0 and b"Fatal Python error" not in err
+
+
 def test_install_autostart_writes_an_xdg_entry(tmp_path):
     done = subprocess.run([sys.executable, "-m", "tray", "--install-autostart"], cwd=REPO, env=tray_env(),
                           capture_output=True, text=True, timeout=STARTUP_LIMIT)

@@ -5,7 +5,8 @@ from __future__ import annotations
 import sys
 import time
 
-from PySide6.QtCore import QObject
+from . import qtcompat  # noqa: F401  (first: guards PySide6 6.12 on Python 3.11)
+from PySide6.QtCore import QObject, QTimer
 from PySide6.QtGui import QFont
 from PySide6.QtWidgets import QMenu, QSystemTrayIcon
 
@@ -71,6 +72,7 @@ class TrayApp(QObject):
         self.icons = {state: load_icon(state) for state in STATES}
         self.state: str | None = None
         self.quitting = False
+        self._refresh_due = False
         self.window = MainWindow(broker)
         self.window.widened_icon = self.icons["widened"]
         self.prompt = ApprovalPrompt(key_guard_ms, clock=broker.queue.clock)
@@ -86,8 +88,8 @@ class TrayApp(QObject):
             self.tray = QSystemTrayIcon(self)
             self.tray.setContextMenu(self.menu)
             self.tray.activated.connect(self._activated)
-        broker.sessionsChanged.connect(self.refresh)
-        broker.queueChanged.connect(self.refresh)
+        broker.sessionsChanged.connect(self.schedule_refresh)
+        broker.queueChanged.connect(self.schedule_refresh)
         broker.widened.connect(self.notify_widened)
         self.refresh()
         if self.tray is not None:
@@ -100,7 +102,14 @@ class TrayApp(QObject):
 
     # -- state --------------------------------------------------------------
 
+    def schedule_refresh(self) -> None:
+        """Refresh once the current burst of socket events is handled."""
+        if not self._refresh_due:
+            self._refresh_due = True
+            QTimer.singleShot(0, self.refresh)
+
     def refresh(self) -> None:
+        self._refresh_due = False
         queue, registry = self.broker.queue, self.broker.registry
         waiting = len(queue.pending)
         self.state = icon_state(len(registry), registry.any_widened, waiting)

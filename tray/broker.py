@@ -16,6 +16,7 @@ import os
 import socket
 import stat
 
+from . import qtcompat  # noqa: F401  (first: guards PySide6 6.12 on Python 3.11)
 from PySide6.QtCore import QObject, Qt, QTimer
 from PySide6.QtNetwork import QLocalServer, QLocalSocket
 

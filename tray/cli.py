@@ -37,8 +37,8 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.install_autostart:
         return install_autostart()
-    if args.auto_answer and not (args.headless and args.socket):
-        print("rootguard tray: --auto-answer needs --headless and --socket", file=sys.stderr)
+    if args.auto_answer and not args.socket:  # never on the user's real socket
+        print("rootguard tray: --auto-answer needs --socket", file=sys.stderr)
         return 2
     if args.timeout is not None and not 0 < args.timeout <= 3600:
         print("rootguard tray: --timeout must be > 0 and <= 3600", file=sys.stderr)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import html
 import time
 
+from . import qtcompat  # noqa: F401  (first: guards PySide6 6.12 on Python 3.11)
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import (
     QHBoxLayout,

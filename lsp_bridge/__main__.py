@@ -2,6 +2,6 @@
 
 import sys
 
-from .server import main
+from .stdio import main
 
 sys.exit(main(sys.argv[1:]))

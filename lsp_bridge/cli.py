@@ -214,7 +214,7 @@ def _parser() -> argparse.ArgumentParser:
     p.set_defaults(run=cmd_demo)
 
     for name, module, text in (
-        ("lsp", "lsp_bridge.server", "the language server on stdio"),
+        ("lsp", "lsp_bridge.stdio", "the language server on stdio"),
         ("tray", "tray.cli", "the tray app and approval broker"),
         ("mcp", "lsp_bridge.mcp_server", "the guarded MCP file server on stdio"),
         ("audit", "lsp_bridge.audit", "the decision log"),

@@ -42,7 +42,7 @@ ERROR_CODES = (
     "approval_denied", "approval_timeout", "no_approver", "invalid_path", "special_file",
     "policy_denied", "batch_rejected", "path_changed", "invalid_arguments", "unknown_tool",
     "not_found", "already_exists", "is_a_directory", "not_a_directory", "file_too_large",
-    "binary_file", "edit_not_found", "edit_ambiguous", "io_error", "audit_unavailable",
+    "binary_file", "edit_not_found", "edit_ambiguous", "io_error", "audit_unavailable", "workspace_changed",
 )
 ALLOWING = ("allow_once", "allow_session", "always")
 APPROVAL_CODES = {"deny": "approval_denied", "timeout": "approval_timeout", "no_approver": "no_approver"}

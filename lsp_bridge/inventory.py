@@ -22,11 +22,11 @@ from typing import Callable, Iterable, Sequence
 
 from .paths import is_within
 from .secrets_scan import (
-    CREDENTIAL_NAME_HINT,
     CREDENTIAL_NAME_PATTERN,
     CREDENTIAL_PARENTS,
     count_credentials,
     is_credential_name,
+    name_hint,
 )
 
 Progress = Callable[[str], None]
@@ -40,7 +40,7 @@ _SPECIAL_NAMES = frozenset({".git", ".pnpm", ".pnpm-store", "node_modules", "cac
 _INTERESTING_DIRS = CREDENTIAL_PARENTS | {"workflows"}
 # Interesting names in a NUL-joined directory listing ("\x00a\x00b..."): a cheap
 # hint first, the exact pattern only on listings that hit (a few percent).
-_HINT = re.compile(CREDENTIAL_NAME_HINT + r"|\.(?:mod|gitlab-ci)")
+_HINT = re.compile(name_hint(("mod",)))  # go.mod; the other manifests are .json/.toml
 _INTERESTING = re.compile(
     r"(?<![^\x00])(?:\.git|package\.json|pyproject\.toml|Cargo\.toml|go\.mod"
     r"|\.gitlab-ci\.ya?ml|" + CREDENTIAL_NAME_PATTERN + r")(?![^\x00])"

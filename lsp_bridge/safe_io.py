@@ -150,7 +150,7 @@ def list_directory(root: str, relative: str) -> list[Entry]:
 
 
 def walk_files(root: str, relative: str, *, skip_dirs: frozenset[str] = frozenset(), limit: int) -> Iterator[str]:
-    """Paths (relative to ``root``) of the files and links below a directory, depth first.
+    """Paths (relative to ``root``) of the files and links below a directory, in name order.
 
     Directory links are never entered; at most ``limit`` paths are yielded.
     """
@@ -160,19 +160,21 @@ def walk_files(root: str, relative: str, *, skip_dirs: frozenset[str] = frozense
         current = stack.pop()
         try:
             with open_directory(root, _parts(current)) as dfd:
-                entries = sorted(_entries(dfd), key=lambda e: e.name, reverse=True)
+                entries = sorted(_entries(dfd), key=lambda e: e.name)
         except SafeIOError:
             continue  # vanished or replaced while walking: skip it
+        subdirs = []
         for entry in entries:
             path = f"{current}/{entry.name}" if current else entry.name
             if entry.kind == "directory":
                 if entry.name not in skip_dirs:
-                    stack.append(path)
+                    subdirs.append(path)
             elif entry.kind in ("file", "symlink"):
                 count += 1
                 yield path
                 if count >= limit:
                     return
+        stack.extend(reversed(subdirs))  # files first, then subdirectories in name order
 
 
 # ---------------------------------------------------------------------------

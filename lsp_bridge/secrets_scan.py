@@ -32,13 +32,30 @@ CREDENTIAL_NAME_PATTERN = (
 ).replace("{a}", _ANY)
 _CREDENTIAL_NAME = re.compile(f"(?:{CREDENTIAL_NAME_PATTERN})")
 # A cheap pre-check over "\x00name\x00name...": every name the pattern above
-# matches also matches this (it keys on a literal "." or a NUL, which the regex
-# engine can skip to), so a listing without a hit needs no closer look.
-CREDENTIAL_NAME_HINT = (
-    r"\.(?:env|npmrc|pypirc|netrc|git|pgpass|htpasswd|dockercfg|vault-token|json|tfvars"
-    r"|tfstate|pem|key|p12|pfx|jks|keystore|kdbx|ppk|ovpn|ya?ml|toml|ini)"
-    r"|\x00(?:id_|_netrc|client_secret)"
+# matches also matches ``name_hint()`` (a dotted word below, or one of the
+# dotless starts), so a listing without a hit needs no closer look.
+_HINT_WORDS = (
+    "env", "npmrc", "pypirc", "netrc", "git", "pgpass", "htpasswd", "dockercfg",
+    "vault-token", "json", "tfvars", "tfstate", "pem", "key", "p12", "pfx", "jks",
+    "keystore", "kdbx", "ppk", "ovpn", "yml", "yaml", "toml", "ini",
 )
+_HINT_STARTS = ("id_", "_netrc", "client_secret")
+
+
+def name_hint(extra_words: tuple[str, ...] = ()) -> str:
+    """The pre-check regex, with ``extra_words`` (dotted words) added.
+
+    Words are grouped by their first letter: the regex engine then tries a
+    dozen branches at each dot instead of every word (about twice as fast).
+    """
+    groups: dict[str, list[str]] = {}
+    for word in (*_HINT_WORDS, *extra_words):
+        groups.setdefault(word[0], []).append(re.escape(word[1:]))
+    dotted = "|".join(f"{re.escape(first)}(?:{'|'.join(rest)})" for first, rest in groups.items())
+    return rf"\.(?:{dotted})|\x00(?:{'|'.join(_HINT_STARTS)})"
+
+
+CREDENTIAL_NAME_HINT = name_hint()
 # (parent directory name, file name) pairs: ~/.aws/credentials, ~/.docker/config.json ...
 _IN_DIRECTORY = frozenset({
     (".aws", "credentials"), (".docker", "config.json"), (".kube", "config"),

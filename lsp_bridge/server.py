@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-import sys
 import uuid
 from typing import Any
 
@@ -412,15 +411,3 @@ async def on_access(ls: RootGuardServer, params: Any):
     from .approvals import ask_person
 
     return await ask_person(ls, params)
-
-
-def main(argv: list[str] | None = None) -> int:
-    import argparse
-
-    parser = argparse.ArgumentParser(prog="rootguard lsp", description="Root Guard language server (stdio)")
-    parser.add_argument("--stdio", action="store_true", help="talk LSP on stdin/stdout (the default and only transport)")
-    parser.add_argument("--log-level", default=os.environ.get("ROOTGUARD_LOG", "WARNING"))
-    args = parser.parse_args(argv)
-    logging.basicConfig(stream=sys.stderr, level=args.log_level.upper(), format="rootguard: %(levelname)s %(message)s")
-    server.start_io()
-    return 0

@@ -46,6 +46,12 @@ Choices (the contract):
   checkout out: it is never added implicitly.
 * Degraded results (from git, seed 002) are narrower, never wider: only the
   folder's own toplevel, no main worktree besides it, no linked worktrees.
+* Results are cached per file, per worktree entry and per listing, and reused
+  only while an ``lstat`` of every file they came from gives the same
+  signature (inode, size, mtime, ctime...); files changed in the last
+  ``RACY_WINDOW_NS`` are always read again. Every rule above holds for a cached
+  answer exactly as for a fresh one ("the cache" below says why).
+  ``clear_cache()`` forgets everything; ``cache_info()`` counts hits.
 
 For a scope builder: ``d = locate_with_fallback(folder)``; ``d.toplevel`` is
 the folder's checkout (``None`` without one); ``sibling_worktrees(d.location)``
@@ -81,6 +87,7 @@ _OPEN_FLAGS = (
     | getattr(os, "O_BINARY", 0)
 )
 _SEP = os.sep
+_SEPS = (os.sep, os.altsep) if os.altsep else os.sep
 _PRUNE_MISSING = "gitdir file points to non-existent location"
 
 
@@ -157,6 +164,152 @@ def _undecided(code: str, message: str, file: str) -> _Stop:
     return _Stop("undecided", Diagnostic("warning", code, message, file))
 
 
+# --- the cache ---------------------------------------------------------------
+#
+# Listing 50 linked worktrees means reading ~100 small files. A module-level
+# cache keeps each result with the signatures (inode, device, mode, size, mtime
+# and ctime) of exactly the files and directories it was computed from, and
+# reuses it only when a fresh ``lstat`` of each gives the same signature. Any
+# write changes ctime, even an in-place rewrite of the same size; a replacement
+# changes the inode. What stands for what:
+#
+# * a small repository file (``.git`` file, ``HEAD``, ``config``, ``commondir``,
+#   ``gitdir``): its own signature stands for its bytes (``_read_small``);
+# * a linked worktree entry: the signatures of ``<admin>/gitdir`` and of
+#   ``<path>/.git`` (the back-link); ``<admin>/locked`` is checked for presence
+#   on every call, and its signature when present (the reason text);
+# * a worktree path: its parent is resolved again (``realpath``) on every call,
+#   once per distinct parent, and the parent directory's signature stands for
+#   the worktree's own entry (turning it into a symbolic link or moving it
+#   changes the parent's mtime). A path whose last component is a link, or a
+#   back-link that needs ``realpath`` to match, is not cached;
+# * ``<common>/worktrees``: its signature stands for the list of admin dirs.
+#
+# File-system timestamps are coarse: two writes within one clock tick can
+# leave the same mtime and ctime. As with git's "racily clean" index entries,
+# a signature is trusted only when its mtime and ctime were already older than
+# ``RACY_WINDOW_NS`` when the file was read; files changed more recently are
+# read again on every call. Signatures are taken before reading (``fstat`` of
+# the open file), so a change during the read cannot hide behind them. Errors,
+# refusals and skipped entries are never cached.
+#
+# Limits: signatures show what the local kernel reports. On network file
+# systems attribute caching can delay a change; writes through a shared memory
+# mapping update the timestamps only on the first write after writeback; on
+# Windows ``st_ctime`` is the creation time, so only mtime guards in-place
+# writes there. ``clear_cache()`` forgets everything: the language server calls
+# it on file events. Entries are immutable and replaced whole, so concurrent
+# calls are safe.
+
+Signature = tuple[int, ...]
+_UNKNOWN: Signature = (-1,)  # never equal to a real signature, never settled
+
+RACY_WINDOW_NS = 2_000_000_000
+"""Signatures newer than this (at the time of reading) are not trusted from the cache."""
+
+_MAX_ENTRIES = 4096
+
+
+class _Entry(NamedTuple):
+    """A cached worktree entry and the signatures it was computed from."""
+
+    gitdir: Signature  # <admin>/gitdir
+    lock: Signature | None  # <admin>/locked; None when absent
+    parent: str  # the worktree's parent directory as gitdir names it
+    real_parent: str
+    parent_signature: Signature | None  # None when the parent does not exist
+    dot_git: Signature | None  # <path>/.git; None when missing
+    worktree: LinkedWorktree
+
+
+class CacheInfo(NamedTuple):
+    hits: int  # worktree entries served from the cache since the last clear
+    misses: int  # worktree entries read from their files
+    entries: int  # worktree entries held
+
+
+_entries: dict[str, _Entry] = {}
+_files: dict[str, tuple[Signature, bytes]] = {}  # small repository files read by path
+_listings: dict[str, tuple[Signature, tuple[str, ...]]] = {}
+_counts = [0, 0]
+
+
+def clear_cache() -> None:
+    """Forget every cached worktree entry and listing; the next calls read all files."""
+    _entries.clear()
+    _files.clear()
+    _listings.clear()
+    _counts[:] = [0, 0]
+
+
+def cache_info() -> CacheInfo:
+    return CacheInfo(_counts[0], _counts[1], len(_entries))
+
+
+def _signature(info: os.stat_result) -> Signature:
+    return (info.st_ino, info.st_dev, info.st_mode, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
+
+
+def _settled(signature: Signature | None, since: int) -> bool:
+    """Whether a signature taken after ``since`` can be trusted to change on the next write."""
+    if signature is None:
+        return True
+    if signature is _UNKNOWN:
+        return False
+    return max(signature[4], signature[5]) < since - RACY_WINDOW_NS
+
+
+def _presence(path: str) -> Signature | None:
+    """``lstat`` signature of ``path``, ``None`` when it does not exist."""
+    try:
+        return _signature(os.lstat(path))
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+
+
+if os.access in os.supports_follow_symlinks:
+    def _lexists(path: str) -> bool:
+        return os.access(path, os.F_OK, follow_symlinks=False)  # no stat_result to build
+else:  # pragma: no cover - Windows
+    _lexists = os.path.lexists
+
+
+def _still_valid(entry: _Entry, admin: str, parents: _Parents) -> bool:
+    """Whether every file ``entry`` was computed from still has its signature."""
+    try:
+        if _signature(os.lstat(admin + _SEP + "gitdir")) != entry.gitdir:
+            return False
+        lock = admin + _SEP + "locked"
+        if (_presence(lock) if _lexists(lock) else None) != entry.lock:
+            return False
+        real_parent, parent_signature, _ = parents.resolve(entry.parent)
+        if real_parent != entry.real_parent or parent_signature != entry.parent_signature:
+            return False
+        return _presence(entry.worktree.path + _SEP + ".git") == entry.dot_git
+    except OSError:
+        return False
+
+
+class _Parents:
+    """Worktree parent directories, each resolved once per ``locate`` call."""
+
+    def __init__(self) -> None:
+        self._seen: dict[str, tuple[str, Signature | None, bool]] = {}
+
+    def resolve(self, parent: str) -> tuple[str, Signature | None, bool]:
+        """``(realpath, signature or None when absent, whether the signature is settled)``."""
+        seen = self._seen.get(parent)
+        if seen is None:
+            since = time.time_ns()
+            real = os.path.realpath(parent)
+            try:
+                signature = _presence(real)
+            except OSError:
+                signature = _UNKNOWN
+            seen = self._seen[parent] = (real, signature, _settled(signature, since))
+        return seen
+
+
 # --- small file reading -----------------------------------------------------
 
 
@@ -165,9 +318,29 @@ def _read_small(path: str, limit: int = _MAX_SMALL_FILE) -> bytes:
 
     Raises ``FileNotFoundError``/``NotADirectoryError`` when absent, ``_BadFile``
     when it is a link or too large, ``OSError`` otherwise (a directory fails
-    with ``EISDIR``; a FIFO, opened non-blocking, reads empty). One ``read``
-    call and no ``fstat``: this runs twice per linked worktree on the hot path.
+    with ``EISDIR``; a FIFO, opened non-blocking, reads empty). Served from the
+    file cache when an ``lstat`` gives the signature the bytes were read under.
     """
+    cached = _files.get(path)
+    if cached is not None:
+        try:
+            if _signature(os.lstat(path)) == cached[0]:
+                return cached[1]
+        except OSError:
+            pass  # the read below reports it
+    since = time.time_ns()
+    data, signature = _read_signed(path, limit)
+    if stat.S_ISREG(signature[2]) and _settled(signature, since):
+        if len(_files) >= _MAX_ENTRIES:
+            _files.clear()
+        _files[path] = (signature, data)
+    else:
+        _files.pop(path, None)
+    return data
+
+
+def _read_signed(path: str, limit: int = _MAX_SMALL_FILE) -> tuple[bytes, Signature]:
+    """``path``'s bytes and the signature of the very file read, taken before reading."""
     try:
         fd = os.open(path, _OPEN_FLAGS)
     except OSError as err:
@@ -175,30 +348,16 @@ def _read_small(path: str, limit: int = _MAX_SMALL_FILE) -> bytes:
             raise _BadFile("is a symbolic link") from None
         raise
     try:
-        data = os.read(fd, limit + 1)
+        info = os.fstat(fd)
+        want = min(info.st_size, limit) + 1  # no 1 MiB buffer for a 90-byte config
+        data = os.read(fd, want)
+        if len(data) == want and want <= limit:  # it grew since fstat
+            data += os.read(fd, limit + 1 - want)
     finally:
         os.close(fd)
     if len(data) > limit:
         raise _BadFile("is too large")
-    return data
-
-
-def _read_signed(path: str) -> tuple[bytes, Signature]:
-    """``_read_small`` plus the signature of the very file read, taken before reading."""
-    try:
-        fd = os.open(path, _OPEN_FLAGS)
-    except OSError as err:
-        if err.errno in (errno.ELOOP, errno.EMLINK):
-            raise _BadFile("is a symbolic link") from None
-        raise
-    try:
-        signature = _signature(os.fstat(fd))
-        data = os.read(fd, _MAX_SMALL_FILE + 1)
-    finally:
-        os.close(fd)
-    if len(data) > _MAX_SMALL_FILE:
-        raise _BadFile("is too large")
-    return data, signature
+    return data, _signature(info)
 
 
 def _text(data: bytes) -> str:
@@ -284,7 +443,8 @@ def _config_value(raw: str) -> str:
     return "".join(out).strip()
 
 
-def _core_entries(text: str) -> dict[str, str | None]:
+@lru_cache(maxsize=64)
+def _core_entries(text: str) -> tuple[tuple[str, str | None], ...]:
     """``[core]`` keys (lower-cased) of a git config text; ``None`` = bare key."""
     found: dict[str, str | None] = {}
     in_core = False
@@ -298,7 +458,7 @@ def _core_entries(text: str) -> dict[str, str | None]:
             continue
         key, eq, value = line.partition("=")
         found[key.strip().lower()] = _config_value(value) if eq else None
-    return found
+    return tuple(found.items())  # immutable: the result is shared through the cache
 
 
 def _as_bool(value: str | None, file: str) -> bool:
@@ -361,9 +521,11 @@ def _real_home(home: str) -> str | None:
 
 def _too_wide(path: str, home: str | None) -> str | None:
     """Why using ``path`` as a root would hand over everything, if it would."""
-    if path == os.path.dirname(path):
+    # A normalised path ends with a separator only when it is a root: the
+    # cheap test first, as this runs for every checkout on every call.
+    if path.endswith(_SEPS) and path == os.path.dirname(path):
         return "the file-system root"
-    if home is not None and path.casefold() == home.casefold() and _same(path, home):
+    if home is not None and _same(path, home):
         return "the home directory"
     return None
 
@@ -582,51 +744,105 @@ def _location(
 
 
 def _linked_worktrees(common: str, notes: list[Diagnostic]) -> tuple[LinkedWorktree, ...]:
-    root = os.path.join(common, "worktrees")
-    try:
-        if stat.S_ISLNK(os.lstat(root).st_mode):
-            root = os.path.realpath(root)
-        with os.scandir(root) as entries:
-            names = sorted(e.name for e in entries if e.is_dir(follow_symlinks=False))
-    except (FileNotFoundError, NotADirectoryError):
+    listed = _worktree_names(os.path.join(common, "worktrees"), notes)
+    if listed is None:
         return ()
-    except OSError as err:
-        notes.append(Diagnostic("warning", "git.unreadable", f"cannot list {root}: {_why(err)}", root))
-        return ()
-    parents: dict[str, str] = {}
+    root, names = listed
+    parents = _Parents()
     found = (_worktree_entry(root + _SEP + name, name, parents, notes) for name in names)
     return tuple(w for w in found if w is not None)
 
 
+def _worktree_names(root: str, notes: list[Diagnostic]) -> tuple[str, tuple[str, ...]] | None:
+    """``(root, sorted admin dir names)`` of ``<common>/worktrees``; ``None`` without one."""
+    since = time.time_ns()
+    try:
+        info = os.lstat(root)
+        if stat.S_ISLNK(info.st_mode):
+            root = os.path.realpath(root)  # not cached: the link's target would need checking too
+            return root, _subdirectories(root)
+        signature = _signature(info)
+        cached = _listings.get(root)
+        if cached is not None and cached[0] == signature:
+            return root, cached[1]
+        names = _subdirectories(root)
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    except OSError as err:
+        notes.append(Diagnostic("warning", "git.unreadable", f"cannot list {root}: {_why(err)}", root))
+        return None
+    if _settled(signature, since):
+        _listings[root] = (signature, names)
+    return root, names
+
+
+def _subdirectories(root: str) -> tuple[str, ...]:
+    with os.scandir(root) as entries:
+        return tuple(sorted(e.name for e in entries if e.is_dir(follow_symlinks=False)))
+
+
 def _worktree_entry(
-    admin: str, name: str, parents: dict[str, str], notes: list[Diagnostic]
+    admin: str, name: str, parents: _Parents, notes: list[Diagnostic]
 ) -> LinkedWorktree | None:
     """One ``<common>/worktrees/<name>`` entry, or ``None`` (with a note) when unusable."""
+    cached = _entries.get(admin)
+    if cached is not None and _still_valid(cached, admin, parents):
+        _counts[0] += 1
+        return cached.worktree
+    _counts[1] += 1
+    worktree, entry = _read_worktree_entry(admin, name, parents, notes)
+    if entry is None:
+        _entries.pop(admin, None)
+    else:
+        if len(_entries) >= _MAX_ENTRIES:
+            _entries.clear()
+        _entries[admin] = entry
+    return worktree
+
+
+def _read_worktree_entry(
+    admin: str, name: str, parents: _Parents, notes: list[Diagnostic]
+) -> tuple[LinkedWorktree | None, _Entry | None]:
+    """The entry read from its files, and what to cache of it (``None``: nothing)."""
+    since = time.time_ns()
     pointer_file = admin + _SEP + "gitdir"
     try:
-        pointer = _single_line(_read_small(pointer_file))
+        data, gitdir_signature = _read_signed(pointer_file)
+        pointer = _single_line(data)
     except (OSError, _BadFile) as err:
         notes.append(_skipped(name, f"cannot use {pointer_file} ({_why(err)})", pointer_file, "information"))
-        return None
+        return None, None
     raw = pointer if os.path.isabs(pointer) else os.path.join(admin, pointer)
     if not raw.endswith(_SEP + ".git"):
         notes.append(_skipped(name, f"{pointer_file} does not name a .git file", pointer_file))
-        return None
-    path = _canonical_dir(raw[:-5] or _SEP, parents)  # "/.git" names the root
-    locked, reason = _lock_state(admin)
+        return None, None
+    path, parent = _worktree_path(raw[:-5] or _SEP, parents)  # "/.git" names the root
+    locked, reason, lock_signature = _lock_state(admin)
     dot_git = path + _SEP + ".git"
     try:
-        target = _gitfile_target(dot_git)
+        data, dot_git_signature = _read_signed(dot_git)
+        target = _gitfile_line(data)
     except (FileNotFoundError, NotADirectoryError):
         prune_reason = None if locked else _PRUNE_MISSING
-        return LinkedWorktree(path, admin, name, locked, reason, not locked, prune_reason, True)
+        worktree = LinkedWorktree(path, admin, name, locked, reason, not locked, prune_reason, True)
+        dot_git_signature, by_text = None, True
     except (OSError, _BadFile) as err:
         notes.append(_skipped(name, f"{dot_git} {_why(err)}", dot_git, code="git.worktree-mismatch"))
-        return None
-    if target != admin and not _same(_resolve(path, target), admin):
-        notes.append(_skipped(name, f"{dot_git} does not point back at {admin}", dot_git, code="git.worktree-mismatch"))
-        return None
-    return LinkedWorktree(path, admin, name, locked, reason)
+        return None, None
+    else:
+        points_back, by_text = _names_admin(path, target, admin)
+        if not points_back:
+            notes.append(_skipped(name, f"{dot_git} does not point back at {admin}", dot_git, code="git.worktree-mismatch"))
+            return None, None
+        worktree = LinkedWorktree(path, admin, name, locked, reason)
+    if parent is None or not by_text:
+        return worktree, None
+    real_parent, parent_signature, parent_settled = parents.resolve(parent)
+    signatures = (gitdir_signature, lock_signature, dot_git_signature)
+    if not (parent_settled and all(_settled(s, since) for s in signatures)):
+        return worktree, None
+    entry = _Entry(gitdir_signature, lock_signature, parent, real_parent, parent_signature, dot_git_signature, worktree)
+    return worktree, entry
 
 
 def _skipped(
@@ -635,41 +851,69 @@ def _skipped(
     return Diagnostic(severity, code, f"worktree {name!r}: {why}; left out", file)
 
 
-def _canonical_dir(path: str, parents: dict[str, str]) -> str:
-    """``realpath(path)``, resolving each shared parent directory once."""
-    parent, _, leaf = path.rpartition(_SEP)
-    if leaf in ("", ".", "..") or not parent:
-        return os.path.realpath(path)
-    real_parent = parents.get(parent)
-    if real_parent is None:
-        real_parent = parents[parent] = os.path.realpath(parent)
+def _worktree_path(raw: str, parents: _Parents) -> tuple[str, str | None]:
+    """``(realpath(raw), raw parent)``; the parent is ``None`` when the path cannot be cached.
+
+    The parent is resolved once per call; the worktree directory's own entry
+    only needs an ``lstat`` to see whether it is a symbolic link.
+    """
+    parent, _, leaf = raw.rpartition(_SEP)
+    if leaf in ("", ".", ".."):
+        return os.path.realpath(raw), None
+    parent = parent or _SEP
+    real_parent = parents.resolve(parent)[0]
     candidate = real_parent + _SEP + leaf if real_parent != _SEP else _SEP + leaf
     try:
         if stat.S_ISLNK(os.lstat(candidate).st_mode):
-            return os.path.realpath(candidate)
+            return os.path.realpath(candidate), None
     except OSError:
         pass
-    return candidate
+    return candidate, parent
 
 
-def _lock_state(admin: str) -> tuple[bool, str | None]:
+def _names_admin(path: str, target: str, admin: str) -> tuple[bool, bool]:
+    """Whether the ``.git`` file of ``path`` names ``admin``; and whether its text alone says so.
+
+    The text alone decides for ``admin`` itself, or a relative path whose only
+    ``..`` steps come first: they climb the canonical ``path``, which has no
+    symbolic link to step back through. Anything else needs ``realpath``, whose
+    answer depends on more of the file system, so it is not cached.
+    """
+    if target == admin:
+        return True, True
+    if not os.path.isabs(target) and _climbs_first(target):
+        if os.path.normpath(os.path.join(path, target)) == admin:
+            return True, True
+    return _same(_resolve(path, target), admin), False
+
+
+def _climbs_first(relative: str) -> bool:
+    parts = [p for p in relative.split(_SEP) if p not in ("", ".")]
+    downward = [i for i, p in enumerate(parts) if p != ".."]
+    return not downward or all(p != ".." for p in parts[downward[0]:])
+
+
+def _lock_state(admin: str) -> tuple[bool, str | None, Signature | None]:
+    """``(locked, reason, signature of the lock file)``; the signature is ``None`` when absent."""
     try:
-        data = _read_small(admin + _SEP + "locked")
+        data, signature = _read_signed(admin + _SEP + "locked")
     except (FileNotFoundError, NotADirectoryError):
-        return False, None
+        return False, None, None
     except (OSError, _BadFile):
-        return True, None
-    return True, data.decode("utf-8", errors="replace").strip() or None
+        return True, None, _UNKNOWN
+    return True, data.decode("utf-8", errors="replace").strip() or None, signature
 
 
 def _note_wide_checkouts(location: GitLocation, home: str | None, notes: list[Diagnostic]) -> None:
     named = [("toplevel", location.toplevel), ("main worktree", location.main_worktree)]
-    named += [(f"worktree {w.name!r}", w.path) for w in location.worktrees]
+    named += [(w, w.path) for w in location.worktrees]  # labelled only when wide
     seen: set[str] = set()
     for label, path in named:
         wide = _too_wide(path, home) if path else None
         if wide and path not in seen:
             seen.add(path)
+            if isinstance(label, LinkedWorktree):
+                label = f"worktree {label.name!r}"
             notes.append(Diagnostic(
                 "warning", "git.wide-checkout",
                 f"repository {label} is {wide} ({path}); using it as a root widens to all of it",

@@ -366,3 +366,43 @@ async def test_project_allow_beyond_the_folders_is_reported_as_reduced(client, t
     hint = next(d for d in diags if d.code == "project-allow-reduced")
     assert hint.severity == types.DiagnosticSeverity.Information
     assert hint.range.start.line == 2  # the rule's id line
+
+
+# --- start-up -----------------------------------------------------------------------
+
+
+def raw_initialize(env_value: str, params: dict) -> dict:
+    """The initialize result over raw stdio, with the early answer on or off."""
+    import json
+    import subprocess
+
+    from lsp_bridge.stdio import frame, read_message
+
+    env = dict(os.environ, ROOTGUARD_LSP_EARLY_INIT=env_value)
+    proc = subprocess.Popen(SERVER, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env)
+    try:
+        proc.stdin.write(frame({"jsonrpc": "2.0", "id": 7, "method": "initialize", "params": params}))
+        proc.stdin.flush()
+        answer = json.loads(read_message(proc.stdout).split(b"\r\n\r\n", 1)[1])
+        proc.stdin.write(frame({"jsonrpc": "2.0", "id": 8, "method": "shutdown"}))
+        proc.stdin.flush()
+        second = json.loads(read_message(proc.stdout).split(b"\r\n\r\n", 1)[1])
+        assert second["id"] == 8, "the replayed initialize's answer leaked to the client"
+        proc.stdin.write(frame({"jsonrpc": "2.0", "method": "exit"}))
+        proc.stdin.close()
+        proc.wait(10)
+    finally:
+        proc.kill()
+    assert answer["id"] == 7
+    return answer["result"]
+
+
+@pytest.mark.parametrize(
+    "client_caps",
+    [{}, {"general": {"positionEncodings": ["utf-8", "utf-16"]}}, {"general": {"positionEncodings": ["utf-32"]}}],
+)
+def test_early_initialize_announces_what_pygls_would(client_caps):
+    params = {"processId": None, "capabilities": client_caps, "workspaceFolders": None}
+    early = raw_initialize("1", params)
+    late = raw_initialize("0", params)
+    assert early == late

@@ -164,6 +164,19 @@ def test_deny_is_the_default_button_and_esc_denies(qtbot, make_tray):
     qtbot.waitUntil(lambda: client.answer("r2") == "deny")
 
 
+def test_closing_the_prompt_denies_and_the_next_request_comes_up(qtbot, make_tray):
+    app = make_tray()
+    client = connect(qtbot, app)
+    client.ask("r1", paths=("/shop/a",))
+    client.ask("r2", paths=("/shop/b",))
+    prompt_ready(qtbot, app)
+    assert app.prompt.queue_label.text() == "1 of 2 waiting"
+    app.prompt.close()
+    qtbot.waitUntil(lambda: client.answer("r1") == "deny")
+    qtbot.waitUntil(lambda: app.prompt.isVisible() and app.prompt.pending.request.id == "r2")
+    assert client.answer("r2") is None
+
+
 def test_keystrokes_are_ignored_for_a_moment_after_a_prompt_appears(qtbot):
     queue = ApprovalQueue(30)
     pending = queue.submit(

@@ -350,6 +350,8 @@ def test_tray_death_mid_prompt_denies_at_once(sock_dir, how):
             return decision
 
         decision = asyncio.run(scenario())
+        if how == "quit":
+            assert proc.wait(20) == 0  # an open prompt must not hold the quit back
     finally:
         stop(proc)
     assert decision.answer == "deny"

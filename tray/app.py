@@ -223,6 +223,7 @@ class TrayApp(QObject):
             return
         self.quitting = True
         self.broker.stop("the tray quit")
+        self.prompt.show_pending(None)
         QApplication.quit()
 
 

@@ -129,7 +129,6 @@ class Broker(QObject):
         self._expiry.setSingleShot(True)
         self._expiry.setTimerType(Qt.PreciseTimer)
         self._expiry.timeout.connect(self.check_expiry)
-        self.refused = 0  # connections refused for another uid
         self.stopped = False
 
     # -- lifecycle ------------------------------------------------------------
@@ -161,10 +160,6 @@ class Broker(QObject):
         if self._identity == (info.st_dev, info.st_ino):
             os.unlink(self.path)
 
-    @property
-    def connection_count(self) -> int:
-        return len(self._conns)
-
     # -- answers from the GUI -----------------------------------------------
 
     def answer(self, pending: Pending, answer: str, rules: tuple[str, ...] = ()) -> None:
@@ -175,10 +170,6 @@ class Broker(QObject):
         self.queue.pause(pending)
         self._schedule_expiry()
 
-    def requester(self, pending: Pending):
-        """The session asking, if still connected."""
-        return self.registry.get(pending.requester.conn)
-
     # -- connections ----------------------------------------------------------
 
     def _accept(self) -> None:
@@ -186,7 +177,6 @@ class Broker(QObject):
             sock = self._server.nextPendingConnection()
             uid = peer_uid_of_fd(int(sock.socketDescriptor()))
             if uid is not None and uid != os.getuid():
-                self.refused += 1
                 log.warning("refused a connection from uid %s", uid)
                 sock.write(protocol.encode(protocol.error(protocol.REFUSED, "this tray serves another user")))
                 sock.flush()
@@ -213,7 +203,7 @@ class Broker(QObject):
                 self._send(conn, exc.to_frame())
             except Exception:  # noqa: BLE001 - one bad frame must never take the tray down
                 log.exception("internal error on a frame")
-                self._send(conn, protocol.error("internal", "the tray failed on this frame", protocol.frame_ref(item)))
+                self._send(conn, protocol.error(protocol.INTERNAL, "the tray failed on this frame", protocol.frame_ref(item)))
 
     def _closed(self, conn: Connection) -> None:
         if self._conns.pop(conn.id, None) is None:

@@ -30,6 +30,7 @@ from .approvals import Pending
 from .hooks import Hook
 
 DEFAULT_KEY_GUARD_MS = 600
+PROMPT_WIDTH = 820
 ANSWER_BUTTONS = (
     ("deny", "&Deny"),
     ("allow_once", "Allow &once"),
@@ -121,7 +122,7 @@ class ApprovalPrompt(QDialog):
         layout.addLayout(form)
         layout.addWidget(self.error)
         layout.addLayout(row)
-        self.resize(820, self.sizeHint().height())
+        self.resize(PROMPT_WIDTH, self.sizeHint().height())
 
     # -- content ----------------------------------------------------------------
 
@@ -141,7 +142,7 @@ class ApprovalPrompt(QDialog):
         self.counter.setVisible(pending.count > 1)
         self._show_countdown()
         self._tick.start()
-        self.resize(max(self.width(), 820), self.sizeHint().height())
+        self._fit()
         if not self.isVisible():
             self.show()
             self.raise_()
@@ -150,6 +151,15 @@ class ApprovalPrompt(QDialog):
     def show_error(self, message: str) -> None:
         self.error.setText(message)
         self.error.show()
+        self._fit()
+
+    def _fit(self) -> None:
+        """As tall as the content needs at the current width (wrapped labels included)."""
+        width = max(self.width(), PROMPT_WIDTH)
+        layout = self.layout()
+        layout.activate()
+        height = layout.heightForWidth(width) if layout.hasHeightForWidth() else -1
+        self.resize(width, height if height > 0 else self.sizeHint().height())
 
     def _fill(self, pending: Pending) -> None:
         req, who = pending.request, pending.requester
@@ -227,13 +237,16 @@ class ApprovalPrompt(QDialog):
             self._answer("deny")
 
     def closeEvent(self, event) -> None:
-        """Closing the window denies (a click, not a keystroke: no guard)."""
-        if self.pending is not None:
-            self.answered.emit(self.pending, "deny")
-        if self.pending is not None:  # the next request in the queue is showing now
-            event.ignore()
-        else:
-            event.accept()
+        """Closing the window denies (a click, not a keystroke: no guard).
+
+        The close is always accepted (refusing it would cancel a quit or a logout);
+        the next request in the queue brings the prompt back.
+        """
+        pending, self.pending = self.pending, None
+        self._tick.stop()
+        if pending is not None:
+            self.answered.emit(pending, "deny")
+        event.accept()
 
     def _answer(self, answer: str) -> None:
         if self.pending is None or self.guarded:

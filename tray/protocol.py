@@ -40,6 +40,7 @@ UNSUPPORTED_VERSION = "unsupported-version"
 REFUSED = "refused"
 TOO_MANY_PENDING = "too-many-pending"
 DUPLICATE_ID = "duplicate-id"
+INTERNAL = "internal"
 
 # The policy each operation needs when the target does not say (rename needs two).
 DEFAULT_NEED = {"read": "read", "write": "write", "metadata": "write", "delete": "delete"}

@@ -1,0 +1,134 @@
+"""Race-safe I/O on real files: a symlink swapped in after the decision never redirects the operation."""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+import pytest
+
+from lsp_bridge import safe_io
+from lsp_bridge.file_tools import Caller, FileTools, ToolError
+from lsp_bridge.safe_io import SafeIOError
+
+
+@pytest.fixture
+def area(tmp_path: Path) -> dict[str, Path]:
+    root = tmp_path / "project"
+    (root / "sub").mkdir(parents=True)
+    (root / "sub" / "file.txt").write_text("inside\n")
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "victim.txt").write_text("outside original\n")
+    return {"root": Path(os.path.realpath(root)), "outside": Path(os.path.realpath(outside))}
+
+
+def refused(code: str, function, *args, **kwargs) -> SafeIOError:
+    with pytest.raises(SafeIOError) as caught:
+        function(*args, **kwargs)
+    assert caught.value.code == code, caught.value.message
+    return caught.value
+
+
+def swap_for_link(path: Path, target: Path) -> None:
+    """Replace ``path`` (file or directory) by a symbolic link to ``target``."""
+    if path.is_dir() and not path.is_symlink():
+        for child in path.iterdir():
+            child.unlink()
+        path.rmdir()
+    else:
+        path.unlink()
+    path.symlink_to(target)
+
+
+def test_round_trip_read_write_list_info_move_delete(area):
+    root = str(area["root"])
+    assert safe_io.read_file(root, "sub/file.txt", limit=100) == b"inside\n"
+    assert safe_io.write_file(root, "sub/new/deep.txt", b"hello") is True  # parents created
+    assert safe_io.write_file(root, "sub/new/deep.txt", b"again") is False
+    assert (area["root"] / "sub" / "new" / "deep.txt").read_bytes() == b"again"
+    assert [(e.name, e.kind) for e in safe_io.list_directory(root, "sub")] == [("file.txt", "file"), ("new", "directory")]
+    assert safe_io.file_info(root, "sub/file.txt").st_size == len(b"inside\n")
+    safe_io.move_file(root, "sub/new/deep.txt", root, "sub/moved.txt")
+    assert (area["root"] / "sub" / "moved.txt").read_bytes() == b"again"
+    assert not (area["root"] / "sub" / "new" / "deep.txt").exists()
+    safe_io.delete_file(root, "sub/moved.txt")
+    assert not (area["root"] / "sub" / "moved.txt").exists()
+
+
+def test_write_is_atomic_and_keeps_the_mode(area):
+    target = area["root"] / "sub" / "file.txt"
+    target.chmod(0o640)
+    safe_io.write_file(str(area["root"]), "sub/file.txt", b"replaced\n")
+    assert target.read_bytes() == b"replaced\n"
+    assert stat.S_IMODE(target.stat().st_mode) == 0o640
+    assert sorted(p.name for p in target.parent.iterdir()) == ["file.txt"]  # no temporary file left
+
+
+def test_parent_swapped_for_a_link_after_the_decision_is_not_followed(area):
+    """decide -> swap -> write: the write must not land outside (CVE-2025-53109's race)."""
+    root = area["root"]
+    tools = FileTools([str(root)])
+    plan = tools.plan("write_file", {"project_id": "project", "relative_path": "sub/file.txt", "content": "owned"},
+                      Caller())
+    assert plan.verdict == "allow"
+    swap_for_link(root / "sub", area["outside"])  # sub -> outside, after the decision
+    (area["outside"] / "file.txt").write_text("outside file\n")
+    with pytest.raises(ToolError) as caught:
+        tools.conclude(plan)
+    assert caught.value.code == "symlink_not_permitted"
+    assert (area["outside"] / "file.txt").read_text() == "outside file\n"
+    assert sorted(p.name for p in area["outside"].iterdir()) == ["file.txt", "victim.txt"]
+
+
+def test_write_primitive_refuses_a_swapped_parent_directly(area):
+    root = str(area["root"])
+    swap_for_link(area["root"] / "sub", area["outside"])
+    refused("symlink_not_permitted", safe_io.write_file, root, "sub/victim.txt", b"owned")
+    refused("symlink_not_permitted", safe_io.read_file, root, "sub/victim.txt", limit=100)
+    refused("symlink_not_permitted", safe_io.delete_file, root, "sub/victim.txt")
+    refused("symlink_not_permitted", safe_io.list_directory, root, "sub")
+    assert (area["outside"] / "victim.txt").read_text() == "outside original\n"
+
+
+def test_leaf_swapped_for_a_link_is_neither_followed_nor_replaced(area):
+    root = str(area["root"])
+    leaf = area["root"] / "sub" / "file.txt"
+    swap_for_link(leaf, area["outside"] / "victim.txt")
+    refused("symlink_not_permitted", safe_io.write_file, root, "sub/file.txt", b"owned")
+    refused("symlink_not_permitted", safe_io.read_file, root, "sub/file.txt", limit=100)
+    refused("symlink_not_permitted", safe_io.delete_file, root, "sub/file.txt")
+    assert (area["outside"] / "victim.txt").read_text() == "outside original\n"
+    assert leaf.is_symlink()
+
+
+def test_move_never_overwrites_and_never_moves_a_link(area):
+    root = str(area["root"])
+    (area["root"] / "sub" / "other.txt").write_text("other\n")
+    refused("already_exists", safe_io.move_file, root, "sub/file.txt", root, "sub/other.txt")
+    (area["root"] / "sub" / "link").symlink_to(area["outside"] / "victim.txt")
+    refused("symlink_not_permitted", safe_io.move_file, root, "sub/link", root, "sub/moved")
+    assert (area["root"] / "sub" / "other.txt").read_text() == "other\n"
+
+
+def test_special_files_directories_and_limits(area):
+    root = str(area["root"])
+    os.mkfifo(area["root"] / "pipe")
+    refused("special_file", safe_io.read_file, root, "pipe", limit=100)  # O_NONBLOCK: no hang
+    refused("is_a_directory", safe_io.read_file, root, "sub", limit=100)
+    refused("is_a_directory", safe_io.delete_file, root, "sub")
+    refused("file_too_large", safe_io.read_file, root, "sub/file.txt", limit=3)
+    refused("not_found", safe_io.read_file, root, "sub/missing.txt", limit=100)
+    refused("invalid_path", safe_io.read_file, root, "sub/../sub/file.txt", limit=100)
+    refused("invalid_path", safe_io.read_file, root, "/etc/passwd", limit=100)
+
+
+def test_walk_does_not_enter_linked_directories(area):
+    root = str(area["root"])
+    (area["root"] / "sub" / "away").symlink_to(area["outside"])
+    (area["root"] / ".git").mkdir()
+    (area["root"] / ".git" / "HEAD").write_text("ref\n")
+    found = list(safe_io.walk_files(root, "", skip_dirs=frozenset({".git"}), limit=100))
+    assert sorted(found) == ["sub/away", "sub/file.txt"]  # the link is reported, never entered
+    assert list(safe_io.walk_files(root, "", skip_dirs=frozenset({".git"}), limit=1)) == ["sub/away"]

@@ -66,6 +66,7 @@ class AuditLog:
         self.backups = max(1, int(backups))
         self._fd: int | None = None
         self._inode: int | None = None
+        self._lock: int | None = None
 
     def record(self, entry: dict) -> None:
         """Write one decision; raises ``AuditError`` if it cannot be written."""
@@ -79,6 +80,12 @@ class AuditLog:
             raise AuditError(f"cannot write the audit log {self.path}: {exc.strerror or exc}") from None
 
     def close(self) -> None:
+        self._close_log()
+        if self._lock is not None:
+            os.close(self._lock)
+            self._lock = None
+
+    def _close_log(self) -> None:
         if self._fd is not None:
             os.close(self._fd)
             self._fd = None
@@ -87,11 +94,11 @@ class AuditLog:
     # -- internals -----------------------------------------------------------
 
     def _append(self, line: bytes) -> None:
-        directory = os.path.dirname(self.path)
-        os.makedirs(directory, mode=0o700, exist_ok=True)
-        lock = os.open(self.path + ".lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        if self._lock is None:
+            os.makedirs(os.path.dirname(self.path), mode=0o700, exist_ok=True)
+            self._lock = os.open(self.path + ".lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        fcntl.flock(self._lock, fcntl.LOCK_EX)
         try:
-            fcntl.flock(lock, fcntl.LOCK_EX)
             fd = self._current()
             size = os.fstat(fd).st_size
             if size and size + len(line) > self.max_bytes:
@@ -99,7 +106,7 @@ class AuditLog:
                 fd = self._current()
             os.write(fd, line)
         finally:
-            os.close(lock)
+            fcntl.flock(self._lock, fcntl.LOCK_UN)
 
     def _current(self) -> int:
         """The open log file, reopened when another process rotated it."""
@@ -108,13 +115,13 @@ class AuditLog:
         except FileNotFoundError:
             inode = None
         if self._fd is None or inode != self._inode:
-            self.close()
+            self._close_log()
             self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
             self._inode = os.fstat(self._fd).st_ino
         return self._fd
 
     def _rotate(self) -> None:
-        self.close()
+        self._close_log()
         for index in range(self.backups - 1, 0, -1):
             older = f"{self.path}.{index}"
             if os.path.exists(older):

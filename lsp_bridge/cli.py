@@ -11,14 +11,27 @@ import argparse
 import json
 import os
 import sys
-from typing import Callable, Sequence
+from typing import Sequence
 
 
 class UsageError(Exception):
     """Bad input: printed as one line, exit code 2."""
 
 
+DELEGATED = {
+    "lsp": ("lsp_bridge.stdio", "the language server on stdio"),
+    "tray": ("tray.cli", "the tray app and approval broker"),
+    "mcp": ("lsp_bridge.mcp_server", "the guarded MCP file server on stdio"),
+    "audit": ("lsp_bridge.audit", "the decision log"),
+}
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and argv[0] in DELEGATED:  # these parse their own options, --help included
+        import importlib
+
+        return importlib.import_module(DELEGATED[argv[0]][0]).main(argv[1:])
     parser = _parser()
     args = parser.parse_args(argv)
     if not getattr(args, "run", None):
@@ -131,16 +144,6 @@ def cmd_demo(args) -> int:
     return run_demo(keep=args.keep, as_json=args.json)
 
 
-def _delegate(module: str, function: str = "main") -> Callable:
-    def run(args) -> int:
-        import importlib
-
-        mod = importlib.import_module(module)
-        return getattr(mod, function)(args.rest)
-
-    return run
-
-
 # ---------------------------------------------------------------------------
 # helpers
 
@@ -172,7 +175,9 @@ def _shell_quote(text: str) -> str:
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="rootguard", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="rootguard", description="Root Guard: keep an AI agent's file access as narrow as you meant it."
+    )
     sub = parser.add_subparsers(metavar="COMMAND")
 
     p = sub.add_parser("roots", help="effective roots of FOLDERs: union, shadowed entries, worktrees")
@@ -213,15 +218,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true")
     p.set_defaults(run=cmd_demo)
 
-    for name, module, text in (
-        ("lsp", "lsp_bridge.stdio", "the language server on stdio"),
-        ("tray", "tray.cli", "the tray app and approval broker"),
-        ("mcp", "lsp_bridge.mcp_server", "the guarded MCP file server on stdio"),
-        ("audit", "lsp_bridge.audit", "the decision log"),
-    ):
-        p = sub.add_parser(name, help=text, add_help=False)
-        p.add_argument("rest", nargs=argparse.REMAINDER)
-        p.set_defaults(run=_delegate(module))
+    for name, (_, text) in DELEGATED.items():  # listed for --help; main() dispatches them
+        sub.add_parser(name, help=text, add_help=False)
     return parser
 
 

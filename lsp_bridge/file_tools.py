@@ -25,7 +25,6 @@ import os
 import re
 import stat
 import time
-import uuid
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any, Mapping, Sequence
@@ -258,7 +257,7 @@ class FileTools:
 
     def plan(self, tool: str, args: Any, caller: Caller = Caller()) -> Plan:
         """Resolve and decide every target of the call; nothing is read or written yet."""
-        cid = uuid.uuid4().hex
+        cid = os.urandom(16).hex()
         self._maybe_reload()
         args = dict(args) if isinstance(args, dict) else {}
         project_id = args.get("project_id")
@@ -418,14 +417,11 @@ class FileTools:
         ``allow_session``, ``always``, ``deny``, ``timeout`` or ``no_approver``.
         """
         if plan.verdict == "deny":
-            self._log(plan, "deny", plan.code, plan.reason)
-            raise ToolError(plan.code or "policy_denied", plan.reason, plan.correlation_id)
+            raise self.reject(plan, plan.code or "policy_denied", plan.reason)
         if plan.verdict == "request":
             if approval not in ALLOWING:
                 code = APPROVAL_CODES.get(approval or "no_approver", "approval_denied")
-                reason = _refusal_text(code, approver, plan.reason)
-                self._log(plan, "deny", code, reason, approval=approval, approver=approver)
-                raise ToolError(code, reason, plan.correlation_id)
+                raise self.reject(plan, code, _refusal_text(code, approver, plan.reason), approval, approver)
             self._apply_approval(plan, approval)
             self._log(plan, "allow", None, f"{approval} by {approver or 'the approver'} ({plan.reason})",
                       approval=approval, approver=approver)
@@ -440,6 +436,12 @@ class FileTools:
             raise
         result["correlation_id"] = plan.correlation_id
         return result
+
+    def reject(self, plan: Plan, code: str, reason: str, approval: str | None = None,
+               approver: str | None = None) -> ToolError:
+        """Log a refusal of ``plan`` and return the error to raise."""
+        self._log(plan, "deny", code, reason, approval=approval, approver=approver)
+        return ToolError(code, reason, plan.correlation_id)
 
     def _apply_approval(self, plan: Plan, approval: str) -> None:
         if approval == "allow_session":
@@ -702,6 +704,8 @@ def run_search_files(tools: FileTools, plan: Plan) -> dict:
     fold = not args.get("case_sensitive", False)
     most = args.get("max_results", tools.limits.search_results)
     start = _canonical_rel(resolved)
+    if not stat.S_ISDIR(safe_io.file_info(resolved.root, start).st_mode):
+        raise ToolError("not_a_directory", f"{resolved.relative} is not a directory; search_files searches below one")
     found: list[dict] = []
     counts = {"scanned": 0, "hidden": 0, "needs_approval": 0, "binary_skipped": 0}
     truncated = False

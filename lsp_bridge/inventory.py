@@ -23,24 +23,30 @@ from typing import Callable, Iterable, Sequence
 from .paths import is_within
 from .secrets_scan import (
     CREDENTIAL_NAME_PATTERN,
+    CREDENTIAL_NAME_STARTS,
     CREDENTIAL_PARENTS,
     count_credentials,
+    dotted_hint,
     is_credential_name,
-    name_hint,
+    load_detectors,
 )
 
 Progress = Callable[[str], None]
 
 MANIFESTS = frozenset({"package.json", "pyproject.toml", "Cargo.toml", "go.mod"})
 GIT_TIMEOUT = 30.0
+# Git processes running at once: a folder of fifty repositories reads their
+# histories a few at a time, not all together.
+_GIT_SLOTS = threading.BoundedSemaphore(4)
 _MAX_ROLE_FILE = 1 << 20
 _DIR, _GIT, _STORE = 0, 1, 2
 _CI_FILES = frozenset({".gitlab-ci.yml", ".gitlab-ci.yaml"})
 _SPECIAL_NAMES = frozenset({".git", ".pnpm", ".pnpm-store", "node_modules", "cache", "unplugged"})
 _INTERESTING_DIRS = CREDENTIAL_PARENTS | {"workflows"}
 # Interesting names in a NUL-joined directory listing ("\x00a\x00b..."): a cheap
-# hint first, the exact pattern only on listings that hit (a few percent).
-_HINT = re.compile(name_hint(("mod",)))  # go.mod; the other manifests are .json/.toml
+# hint first (``_worth_a_look``), the exact pattern only on listings that hit.
+_DOTTED_HINT = re.compile(dotted_hint(("mod",))).search  # go.mod; other manifests: json/toml
+_DOTLESS_HINTS = tuple("\x00" + start for start in CREDENTIAL_NAME_STARTS)
 _INTERESTING = re.compile(
     r"(?<![^\x00])(?:\.git|package\.json|pyproject\.toml|Cargo\.toml|go\.mod"
     r"|\.gitlab-ci\.ya?ml|" + CREDENTIAL_NAME_PATTERN + r")(?![^\x00])"
@@ -402,7 +408,7 @@ class InventoryCache:
         entry.files = entry.total = len(names)
         if names:
             joined = "\x00" + "\x00".join(names)
-            found = _INTERESTING.findall(joined) if _HINT.search(joined) else []
+            found = _INTERESTING.findall(joined) if _worth_a_look(joined) else []
             dir_name = path.rpartition(os.sep)[2]
             if found or dir_name in _INTERESTING_DIRS:
                 self._read_interesting(path, dir_name, entry, names, found, old)
@@ -440,6 +446,7 @@ class InventoryCache:
         self._store(path, entry)
 
     def _count_files(self, top: str) -> int:
+        """Regular files in ``top``'s subtree (a package store)."""
         count = 0
         stack = [top]
         while stack:
@@ -447,13 +454,13 @@ class InventoryCache:
             self.dirs_scanned += 1
             try:
                 with os.scandir(path) as listing:
-                    for item in listing:
-                        if item.is_dir(follow_symlinks=False):
-                            stack.append(item.path)
-                        elif item.is_file(follow_symlinks=False):
-                            count += 1
+                    items = list(listing)
+                files = len([item for item in items if item.is_file(follow_symlinks=False)])
+                if files < len(items):
+                    stack += [item.path for item in items if item.is_dir(follow_symlinks=False)]
             except OSError:
                 continue
+            count += files
         return count
 
     def _rescan(self, path: str) -> None:
@@ -611,31 +618,44 @@ class InventoryCache:
 
     def _du(self, top: str) -> int:
         """Apparent size of ``top`` like ``du -sb``: files, directories and links, once per inode."""
-        total = 0
-        seen_inodes: set[tuple[int, int]] = set()
-        stack = [top]
         try:
-            total += os.lstat(top).st_size
+            total = os.lstat(top).st_size
         except OSError:
             return 0
+        seen_inodes: set[tuple[int, int]] = set()
+        stack = [top]
         while stack:
             path = stack.pop()
             self.dirs_scanned += 1
             try:
                 with os.scandir(path) as listing:
-                    for item in listing:
-                        info = item.stat(follow_symlinks=False)
-                        if info.st_nlink > 1 and not stat.S_ISDIR(info.st_mode):
-                            inode = (info.st_dev, info.st_ino)
-                            if inode in seen_inodes:
-                                continue
-                            seen_inodes.add(inode)
-                        total += info.st_size
-                        if stat.S_ISDIR(info.st_mode):
-                            stack.append(item.path)
+                    items = list(listing)
             except OSError:
                 continue
+            for item in items:
+                try:
+                    info = item.stat(follow_symlinks=False)
+                except OSError:  # gone since the listing (git gc, a fetch)
+                    continue
+                if item.is_dir(follow_symlinks=False):
+                    stack.append(item.path)
+                elif info.st_nlink > 1:
+                    inode = (info.st_dev, info.st_ino)
+                    if inode in seen_inodes:
+                        continue
+                    seen_inodes.add(inode)
+                total += info.st_size
         return total
+
+
+def warm_up() -> None:
+    """Load now what the first report would load: the detect-secrets detectors.
+
+    About a quarter of a second, mostly imports; call it from a background
+    thread after start-up so the first widening does not wait for it.
+    Importing this module stays cheap: nothing heavy happens before this.
+    """
+    load_detectors()
 
 
 def inventory(before: Sequence[str], after: Sequence[str], *,
@@ -670,6 +690,16 @@ def _outermost(paths: Iterable[str]) -> list[str]:
         if not kept or not is_within(path, kept[-1]):
             kept.append(path)
     return kept
+
+
+def _worth_a_look(listing: str) -> bool:
+    """Whether a NUL-joined listing may hold an interesting name (a fast, loose test)."""
+    if _DOTTED_HINT(listing):
+        return True
+    for start in _DOTLESS_HINTS:
+        if start in listing:
+            return True
+    return False
 
 
 def _mtime(path: str) -> int:
@@ -871,8 +901,9 @@ def _git(common: str, *args: str, data: bytes | None = None) -> bytes | None:
     command = ["git", f"--git-dir={common}", "-c", "core.fsmonitor=false",
                "-c", "log.showSignature=false", *args]
     try:
-        result = subprocess.run(command, input=data, capture_output=True, env=_git_env(),
-                                timeout=GIT_TIMEOUT, check=False)
+        with _GIT_SLOTS:
+            result = subprocess.run(command, input=data, capture_output=True, env=_git_env(),
+                                    timeout=GIT_TIMEOUT, check=False)
     except (OSError, subprocess.SubprocessError):
         return None
     return result.stdout if result.returncode == 0 else None

@@ -32,7 +32,7 @@ import time
 import uuid
 import warnings
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Sequence
 from urllib.parse import unquote, urlparse
 
 import anyio
@@ -179,10 +179,10 @@ class GuardedServer:
             if isinstance(answer, types.InputRequiredResult):
                 return answer
             approval, approver = answer
-            if tools is not self.tools:
-                return _error(ToolError("workspace_changed", "the workspace roots changed while this call waited "
-                                        "for approval; call list_projects and try again", plan.correlation_id))
         try:
+            if tools is not self.tools:
+                raise tools.reject(plan, "workspace_changed", "the workspace roots changed while this call waited "
+                                   "for approval; call list_projects and try again", approval, approver)
             return _ok(tools.conclude(plan, approval, approver))
         except ToolError as err:
             return _error(err)
@@ -209,8 +209,15 @@ class GuardedServer:
                 self._task_group.start_soon(self._stop_soon)
 
     async def _stop_soon(self) -> None:
-        await anyio.sleep(0.2)  # let the error response reach the client first
-        self._task_group.cancel_scope.cancel()
+        """Exit once the error response had time to reach the client.
+
+        A plain cancel would wait for the stdin reader thread, which blocks until the
+        client writes or closes stdin; a refused start must not hang, so it exits here.
+        """
+        await anyio.sleep(0.5)
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(self.exit_code)
 
     # -- roots -----------------------------------------------------------------------
 
@@ -240,7 +247,7 @@ class GuardedServer:
                 return
             if self._apply_client_roots([str(r.uri) for r in result.roots]):
                 await ctx.session.send_tool_list_changed()
-                await self._publish()
+                await self._publish(roots_changed=True)
 
     def _ask_modern_roots(self, ctx, params, state: _Pending | None):
         """2026-07-28: roots travel in an ``InputRequiredResult`` round trip, asked once."""
@@ -254,7 +261,7 @@ class GuardedServer:
             self.roots_state = "fresh"
             if isinstance(answer, types.ListRootsResult):
                 if self._apply_client_roots([str(r.uri) for r in answer.roots]) and self._task_group is not None:
-                    self._task_group.start_soon(self._publish)
+                    self._task_group.start_soon(self._publish, True)
             return None
         nonce = self._remember(_Pending("roots"))
         return types.InputRequiredResult(input_requests={ROOTS_KEY: types.ListRootsRequest()}, request_state=nonce)
@@ -353,12 +360,14 @@ class GuardedServer:
         except Exception as exc:  # noqa: BLE001 - no tray is a normal condition
             log.info("no tray: %s", exc)
 
-    async def _publish(self) -> None:
+    async def _publish(self, roots_changed: bool = False) -> None:
+        """Show this session in the tray; a roots change also drops its grants there."""
         if self.tray is None:
             return
         status = self.tools.session.scope.to_json() if self.tools.session.scope else {"roots": []}
         status.update({"roots": list(self.tools.roots), "widened": False, "warnings": []})
-        await self.tray.set_folders(self.tools.roots)
+        if roots_changed:
+            await self.tray.set_folders(self.tools.roots)
         await self.tray.publish_status(status)
 
     def _caller(self, ctx) -> Caller:

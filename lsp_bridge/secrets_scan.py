@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import re
 import stat
-from functools import lru_cache
+import threading
 
 MAX_SCAN_BYTES = 1 << 20  # larger files are judged by name only
 _SNIFF_BYTES = 8192
@@ -32,30 +32,30 @@ CREDENTIAL_NAME_PATTERN = (
 ).replace("{a}", _ANY)
 _CREDENTIAL_NAME = re.compile(f"(?:{CREDENTIAL_NAME_PATTERN})")
 # A cheap pre-check over "\x00name\x00name...": every name the pattern above
-# matches also matches ``name_hint()`` (a dotted word below, or one of the
-# dotless starts), so a listing without a hit needs no closer look.
+# matches holds a dotted hint word (".env", ".pem", ".json"...) or starts with
+# one of CREDENTIAL_NAME_STARTS, so a listing without either needs no closer look.
 _HINT_WORDS = (
     "env", "npmrc", "pypirc", "netrc", "git", "pgpass", "htpasswd", "dockercfg",
     "vault-token", "json", "tfvars", "tfstate", "pem", "key", "p12", "pfx", "jks",
     "keystore", "kdbx", "ppk", "ovpn", "yml", "yaml", "toml", "ini",
 )
-_HINT_STARTS = ("id_", "_netrc", "client_secret")
+CREDENTIAL_NAME_STARTS = ("id_", "_netrc", "client_secret")
 
 
-def name_hint(extra_words: tuple[str, ...] = ()) -> str:
-    """The pre-check regex, with ``extra_words`` (dotted words) added.
+def dotted_hint(extra_words: tuple[str, ...] = ()) -> str:
+    """Regex for a "." followed by a hint word (or one of ``extra_words``).
 
-    Words are grouped by their first letter: the regex engine then tries a
-    dozen branches at each dot instead of every word (about twice as fast).
+    It starts with a literal ".", which the regex engine skips to quickly, and
+    groups the words by first letter, so few branches are tried at each dot.
     """
     groups: dict[str, list[str]] = {}
     for word in (*_HINT_WORDS, *extra_words):
         groups.setdefault(word[0], []).append(re.escape(word[1:]))
-    dotted = "|".join(f"{re.escape(first)}(?:{'|'.join(rest)})" for first, rest in groups.items())
-    return rf"\.(?:{dotted})|\x00(?:{'|'.join(_HINT_STARTS)})"
+    return r"\.(?:" + "|".join(
+        f"{re.escape(first)}(?:{'|'.join(rest)})" for first, rest in groups.items()) + ")"
 
 
-CREDENTIAL_NAME_HINT = name_hint()
+CREDENTIAL_NAME_HINT = dotted_hint() + r"|\x00(?:" + "|".join(CREDENTIAL_NAME_STARTS) + ")"
 # (parent directory name, file name) pairs: ~/.aws/credentials, ~/.docker/config.json ...
 _IN_DIRECTORY = frozenset({
     (".aws", "credentials"), (".docker", "config.json"), (".kube", "config"),
@@ -87,13 +87,30 @@ def is_credential_path(path: str) -> bool:
 _EXCLUDED_PLUGINS = frozenset({"IPPublicDetector"})
 
 
-@lru_cache(maxsize=1)
+_loaded_detectors: tuple | None = None
+_loading = threading.Lock()
+
+
+def load_detectors() -> None:
+    """Import and build the detectors now (a few hundred ms, mostly imports).
+
+    Safe from any thread; later calls return at once. Without it, the first
+    file scanned pays the cost.
+    """
+    _detectors()
+
+
 def _detectors() -> tuple:
     """Compiled regex detectors from detect-secrets, or a small built-in set."""
-    try:
-        return tuple(_detect_secrets_plugins())
-    except ImportError:
-        return (_Fallback(),)
+    global _loaded_detectors
+    if _loaded_detectors is None:
+        with _loading:  # a second caller waits for the first instead of importing twice
+            if _loaded_detectors is None:
+                try:
+                    _loaded_detectors = tuple(_detect_secrets_plugins())
+                except ImportError:
+                    _loaded_detectors = (_Fallback(),)
+    return _loaded_detectors
 
 
 def _detect_secrets_plugins():

@@ -79,9 +79,17 @@ class RootGuardServer(LanguageServer):
 
     def send_status(self) -> None:
         status = self.tracker.status()
+        status["approver"] = self.approver()
         self.protocol.notify(STATUS, status)
         if self._tray is not None:
             self._tray.publish_status(status)
+
+    def approver(self) -> str:
+        """Who answers request-level accesses now: the tray, the editor, or nobody."""
+        if self._tray is not None and self._tray.connected:
+            return "tray"
+        window = self.client_capabilities.window
+        return "editor" if window is not None and window.show_message is not None else "none"
 
     def warn(self, message: str) -> None:
         self.window_show_message(types.ShowMessageParams(type=types.MessageType.Warning, message=message))

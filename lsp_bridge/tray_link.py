@@ -32,8 +32,17 @@ class TrayLink:
     def start(cls, ls) -> "TrayLink":
         tracker = ls.tracker
         link = cls(TrayClient(session=tracker.session_id, client="rootguard-lsp", folders=tracker.session.folders))
-        link._spawn(link.client.start())
+
+        async def connect() -> None:
+            if await link.client.start():
+                ls.send_status()  # now with "approver": "tray", and the tray gets it too
+
+        link._spawn(connect())
         return link
+
+    @property
+    def connected(self) -> bool:
+        return self.client.connected
 
     def _spawn(self, coro) -> None:
         task = asyncio.ensure_future(coro)
@@ -50,7 +59,8 @@ class TrayLink:
         """(verdict, how) from the tray, or None when no tray is connected."""
         if not self.client.connected:
             return None
-        targets = [Target(decision.path, root=decision.root)]
+        source_need = "delete" if decision.dest is not None else None  # rename: delete the source
+        targets = [Target(decision.path, root=decision.root, need=source_need)]
         if decision.dest is not None:
             targets.append(Target(decision.dest.path, root=decision.dest.root, need="write"))
         answer = await self.client.request_access(

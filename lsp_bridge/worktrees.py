@@ -207,19 +207,23 @@ _UNKNOWN: Signature = (-1,)  # never equal to a real signature, never settled
 RACY_WINDOW_NS = 2_000_000_000
 """Signatures newer than this (at the time of reading) are not trusted from the cache."""
 
-_MAX_ENTRIES = 4096
+_MAX_ENTRIES = 4096  # per kind of entry; beyond it the kind is emptied and refilled
+_MAX_CACHED_FILE = 16384  # bytes; larger files (a huge config) are read every time
 
 
 class _Entry(NamedTuple):
     """A cached worktree entry and the signatures it was computed from."""
 
-    gitdir: Signature  # <admin>/gitdir
-    lock: Signature | None  # <admin>/locked; None when absent
+    gitdir: Signature  # of gitdir_file
+    lock: Signature | None  # of lock_file; None when absent
     parent: str  # the worktree's parent directory as gitdir names it
     real_parent: str
     parent_signature: Signature | None  # None when the parent does not exist
-    dot_git: Signature | None  # <path>/.git; None when missing
+    dot_git: Signature | None  # of dot_git_file; None when missing
     worktree: LinkedWorktree
+    gitdir_file: str  # <admin>/gitdir
+    lock_file: str  # <admin>/locked
+    dot_git_file: str  # <path>/.git
 
 
 class CacheInfo(NamedTuple):
@@ -274,18 +278,20 @@ else:  # pragma: no cover - Windows
     _lexists = os.path.lexists
 
 
-def _still_valid(entry: _Entry, admin: str, parents: _Parents) -> bool:
+def _still_valid(entry: _Entry, parents: _Parents) -> bool:
     """Whether every file ``entry`` was computed from still has its signature."""
     try:
-        if _signature(os.lstat(admin + _SEP + "gitdir")) != entry.gitdir:
+        if _signature(os.lstat(entry.gitdir_file)) != entry.gitdir:
             return False
-        lock = admin + _SEP + "locked"
-        if (_presence(lock) if _lexists(lock) else None) != entry.lock:
+        if entry.lock is None:
+            if _lexists(entry.lock_file):
+                return False
+        elif _presence(entry.lock_file) != entry.lock:
             return False
         real_parent, parent_signature, _ = parents.resolve(entry.parent)
         if real_parent != entry.real_parent or parent_signature != entry.parent_signature:
             return False
-        return _presence(entry.worktree.path + _SEP + ".git") == entry.dot_git
+        return _presence(entry.dot_git_file) == entry.dot_git
     except OSError:
         return False
 
@@ -330,7 +336,7 @@ def _read_small(path: str, limit: int = _MAX_SMALL_FILE) -> bytes:
             pass  # the read below reports it
     since = time.time_ns()
     data, signature = _read_signed(path, limit)
-    if stat.S_ISREG(signature[2]) and _settled(signature, since):
+    if len(data) <= _MAX_CACHED_FILE and stat.S_ISREG(signature[2]) and _settled(signature, since):
         if len(_files) >= _MAX_ENTRIES:
             _files.clear()
         _files[path] = (signature, data)
@@ -399,12 +405,17 @@ def _same(a: str, b: str) -> bool:
     return a == b or fold(a) == fold(b)
 
 
+def _child(directory: str, name: str) -> str:
+    """``os.path.join(directory, name)`` for a plain ``name``, without its overhead."""
+    return directory + name if directory.endswith(_SEPS) else directory + _SEP + name
+
+
 # --- what a git admin directory looks like ----------------------------------
 
 
 def _valid_head(git_dir: str) -> bool:
     try:
-        head = _text(_read_small(os.path.join(git_dir, "HEAD"))).strip()
+        head = _text(_read_small(_child(git_dir, "HEAD"))).strip()
     except (OSError, _BadFile):
         return False
     if head.startswith("ref: refs/"):
@@ -416,9 +427,9 @@ def _admin_kind(git_dir: str) -> Literal["linked", "repository"] | None:
     """``linked`` for a worktree admin dir, ``repository`` for a full git dir."""
     if not _valid_head(git_dir):
         return None
-    if os.path.isfile(os.path.join(git_dir, "commondir")):
+    if os.path.isfile(_child(git_dir, "commondir")):
         return "linked"
-    objects, refs = os.path.join(git_dir, "objects"), os.path.join(git_dir, "refs")
+    objects, refs = _child(git_dir, "objects"), _child(git_dir, "refs")
     if os.path.isdir(objects) and os.path.isdir(refs):
         return "repository"
     return None
@@ -443,8 +454,12 @@ def _config_value(raw: str) -> str:
     return "".join(out).strip()
 
 
-@lru_cache(maxsize=64)
 def _core_entries(text: str) -> tuple[tuple[str, str | None], ...]:
+    """``[core]`` keys of a config text, remembered for the last few small texts."""
+    return _core_entries_small(text) if len(text) <= _MAX_CACHED_FILE else _parse_core(text)
+
+
+def _parse_core(text: str) -> tuple[tuple[str, str | None], ...]:
     """``[core]`` keys (lower-cased) of a git config text; ``None`` = bare key."""
     found: dict[str, str | None] = {}
     in_core = False
@@ -459,6 +474,9 @@ def _core_entries(text: str) -> tuple[tuple[str, str | None], ...]:
         key, eq, value = line.partition("=")
         found[key.strip().lower()] = _config_value(value) if eq else None
     return tuple(found.items())  # immutable: the result is shared through the cache
+
+
+_core_entries_small = lru_cache(maxsize=32)(_parse_core)
 
 
 def _as_bool(value: str | None, file: str) -> bool:
@@ -476,7 +494,7 @@ def _core_settings(git_dir: str) -> tuple[bool, str | None]:
     """``(core.bare, core.worktree)`` from ``config`` then ``config.worktree``."""
     entries: dict[str, str | None] = {}
     for name in ("config", "config.worktree"):
-        path = os.path.join(git_dir, name)
+        path = _child(git_dir, name)
         try:
             entries.update(_core_entries(_text(_read_small(path, _MAX_CONFIG_FILE))))
         except (FileNotFoundError, NotADirectoryError):
@@ -559,17 +577,26 @@ def locate(folder: str) -> Discovery:
     if location is None:
         return Discovery(start, "none", None, tuple(notes))
     _note_wide_checkouts(location, home, notes)
-    location = replace(location, diagnostics=tuple(notes))
+    location = _with_diagnostics(location, tuple(notes))
     return Discovery(start, "found", location, location.diagnostics)
+
+
+def _with_diagnostics(location: GitLocation, notes: tuple[Diagnostic, ...]) -> GitLocation:
+    """``replace(location, diagnostics=notes)`` without its per-call field introspection."""
+    loc = location
+    return GitLocation(
+        loc.folder, loc.toplevel, loc.git_dir, loc.common_dir, loc.kind,
+        loc.main_worktree, loc.worktrees, loc.degraded, notes,
+    )
 
 
 def _discover(start: str, home: str | None, notes: list[Diagnostic]) -> GitLocation | None:
     for directory in _ancestors(start):
-        entry = os.path.join(directory, ".git")
+        entry = _child(directory, ".git")
         try:
             info = os.lstat(entry)
         except (FileNotFoundError, NotADirectoryError):
-            if os.path.isfile(os.path.join(directory, "HEAD")) and _admin_kind(directory):
+            if os.path.isfile(_child(directory, "HEAD")) and _admin_kind(directory):
                 return _from_admin_folder(start, directory, notes)
             continue
         except OSError as err:
@@ -636,7 +663,7 @@ def _from_gitfile(
 def _from_linked(
     start: str, top: str, entry: str, admin: str, home: str | None, notes: list[Diagnostic]
 ) -> GitLocation:
-    back_file = os.path.join(admin, "gitdir")
+    back_file = _child(admin, "gitdir")
     try:
         back = _resolve(admin, _single_line(_read_small(back_file)))
     except (FileNotFoundError, NotADirectoryError, _BadFile):
@@ -652,7 +679,7 @@ def _from_linked(
 
 
 def _common_dir(admin: str, home: str | None) -> str:
-    path = os.path.join(admin, "commondir")
+    path = _child(admin, "commondir")
     try:
         common = _resolve(admin, _single_line(_read_small(path)))
     except (OSError, _BadFile) as err:
@@ -744,13 +771,24 @@ def _location(
 
 
 def _linked_worktrees(common: str, notes: list[Diagnostic]) -> tuple[LinkedWorktree, ...]:
-    listed = _worktree_names(os.path.join(common, "worktrees"), notes)
+    listed = _worktree_names(_child(common, "worktrees"), notes)
     if listed is None:
         return ()
     root, names = listed
     parents = _Parents()
-    found = (_worktree_entry(root + _SEP + name, name, parents, notes) for name in names)
-    return tuple(w for w in found if w is not None)
+    found: list[LinkedWorktree] = []
+    for name in names:
+        admin = root + _SEP + name
+        cached = _entries.get(admin)
+        if cached is not None and _still_valid(cached, parents):
+            _counts[0] += 1
+            found.append(cached.worktree)
+            continue
+        _counts[1] += 1
+        worktree = _worktree_entry(admin, name, parents, notes)
+        if worktree is not None:
+            found.append(worktree)
+    return tuple(found)
 
 
 def _worktree_names(root: str, notes: list[Diagnostic]) -> tuple[str, tuple[str, ...]] | None:
@@ -772,6 +810,8 @@ def _worktree_names(root: str, notes: list[Diagnostic]) -> tuple[str, tuple[str,
         notes.append(Diagnostic("warning", "git.unreadable", f"cannot list {root}: {_why(err)}", root))
         return None
     if _settled(signature, since):
+        if len(_listings) >= _MAX_ENTRIES:
+            _listings.clear()
         _listings[root] = (signature, names)
     return root, names
 
@@ -784,12 +824,8 @@ def _subdirectories(root: str) -> tuple[str, ...]:
 def _worktree_entry(
     admin: str, name: str, parents: _Parents, notes: list[Diagnostic]
 ) -> LinkedWorktree | None:
-    """One ``<common>/worktrees/<name>`` entry, or ``None`` (with a note) when unusable."""
-    cached = _entries.get(admin)
-    if cached is not None and _still_valid(cached, admin, parents):
-        _counts[0] += 1
-        return cached.worktree
-    _counts[1] += 1
+    """One ``<common>/worktrees/<name>`` entry read from its files, or ``None`` (with a
+    note) when unusable; remembered when every signature it rests on is settled."""
     worktree, entry = _read_worktree_entry(admin, name, parents, notes)
     if entry is None:
         _entries.pop(admin, None)
@@ -841,7 +877,10 @@ def _read_worktree_entry(
     signatures = (gitdir_signature, lock_signature, dot_git_signature)
     if not (parent_settled and all(_settled(s, since) for s in signatures)):
         return worktree, None
-    entry = _Entry(gitdir_signature, lock_signature, parent, real_parent, parent_signature, dot_git_signature, worktree)
+    entry = _Entry(
+        gitdir_signature, lock_signature, parent, real_parent, parent_signature, dot_git_signature,
+        worktree, pointer_file, admin + _SEP + "locked", dot_git,
+    )
     return worktree, entry
 
 

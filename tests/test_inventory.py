@@ -6,6 +6,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -243,6 +244,69 @@ def test_a_new_commit_is_seen_in_the_commit_count(small):
     subprocess.run(["git", "-C", small.repo, "-c", "commit.gpgsign=false", "commit", "-q",
                     "--allow-empty", "-m", "one more"], env=env, check=True)
     assert cache.report([small.narrow], [small.repo]).git[0].commits == 5
+
+
+# ---------------------------------------------------------------- git history
+
+
+def git(repo, *args: str) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+    env.update(GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@x", GIT_COMMITTER_NAME="t",
+               GIT_COMMITTER_EMAIL="t@x", GIT_CONFIG_NOSYSTEM="1", GIT_CONFIG_GLOBAL=os.devnull)
+    subprocess.run(["git", "-C", str(repo), "-c", "commit.gpgsign=false", *args], env=env,
+                   check=True, capture_output=True)
+
+
+def new_repo(path: Path, commits: int) -> Path:
+    path.mkdir(parents=True)
+    git(path, "init", "-q")
+    for index in range(commits):
+        (path / "notes.md").write_text(f"note {index}\n")
+        git(path, "add", "-A")
+        git(path, "commit", "-q", "-m", f"commit {index}")
+    return path
+
+
+def test_every_repository_under_a_new_folder_is_reported(tmp_path):
+    first = new_repo(tmp_path / "work" / "api", commits=2)
+    second = new_repo(tmp_path / "work" / "libs" / "web", commits=3)
+    report = inventory([], [str(tmp_path / "work")])
+    assert [(g.path, g.commits, g.deleted_sensitive) for g in report.git] == [
+        (str(first / ".git"), 2, ()), (str(second / ".git"), 3, ())]
+    assert report.files_after == 2  # the two notes.md; .git directories are not counted
+
+
+def test_a_credential_file_renamed_away_is_reported_as_still_in_history(tmp_path):
+    repo = new_repo(tmp_path / "svc", commits=1)
+    (repo / ".env").write_text("DB_PASSWORD=Qw12Er34Ty56Ui78\n")
+    git(repo, "add", ".env")
+    git(repo, "commit", "-q", "-m", "config")
+    git(repo, "mv", ".env", "settings.txt")  # same content: git would call it a rename
+    git(repo, "commit", "-q", "-m", "move")
+    (git_dir,) = inventory([], [str(repo)]).git
+    assert git_dir.commits == 3
+    assert git_dir.deleted_sensitive == (".env",)
+
+
+def test_a_history_git_cannot_read_is_unknown_not_empty(tmp_path):
+    broken = tmp_path / "broken" / ".git"
+    broken.mkdir(parents=True)
+    (broken / "HEAD").write_text("not a reference\n")
+    report = inventory([], [str(tmp_path / "broken")])
+    (git_dir,) = report.git
+    assert git_dir.commits is None and git_dir.deleted_sensitive is None
+    text = "\n".join(report.describe())
+    assert "unknown number of commits" in text and "could not list" in text
+    assert report.summary_line().endswith(".git (? commits)")
+
+
+def test_importing_is_cheap_and_warm_up_loads_the_detectors():
+    code = ("import sys\nimport lsp_bridge.inventory as inventory\n"
+            "print('detect_secrets' in sys.modules)\ninventory.warm_up()\ninventory.warm_up()\n"
+            "print('detect_secrets' in sys.modules)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout.split()
+    assert out == ["False", "True"]
 
 
 # ---------------------------------------------------------------- secrets_scan

@@ -406,3 +406,40 @@ def test_early_initialize_announces_what_pygls_would(client_caps):
     early = raw_initialize("1", params)
     late = raw_initialize("0", params)
     assert early == late
+
+
+# --- approvals through a real tray (issue 4) ------------------------------------------
+
+
+@pytest.fixture
+def tray_socket(tmp_path, monkeypatch):
+    """A real tray (headless broker, automated answers) on a private socket."""
+    import subprocess
+    import time
+
+    sock_dir = tmp_path / "run"
+    sock_dir.mkdir(mode=0o700)
+    sock = sock_dir / "tray.sock"
+    monkeypatch.setenv("ROOTGUARD_TRAY_SOCKET", str(sock))
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tray", "--headless", "--socket", str(sock), "--auto-answer", "allow_once"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
+    deadline = time.monotonic() + 20
+    while not sock.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert sock.exists(), "the tray did not start"
+    yield sock
+    proc.terminate()
+    proc.wait(10)
+
+
+async def test_a_running_tray_answers_instead_of_the_editor(tray_socket, client, tmp_path):
+    repo = request_repo(tmp_path)
+    prompts = []
+    client.client.feature(types.WINDOW_SHOW_MESSAGE_REQUEST)(lambda params: prompts.append(params))
+    await client.start([repo])
+    await client.next_status(0, lambda s: s["approver"] == "tray", "the tray connection")
+    result = await access(client, repo / "docs/a.md")
+    assert result["decision"] == "allow" and "Allow once" in result["reason"]
+    assert prompts == []  # the editor was not asked

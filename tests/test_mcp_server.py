@@ -43,6 +43,10 @@ policies = { read = "deny", write = "deny" }
 id = "vault"
 path = "vault"
 policies = { read = "request", write = "request" }
+[[paths]]
+id = "docs"
+path = "docs"
+policies = { read = "allow" }
 """
 TOOLS = {"list_projects", "read_file", "list_directory", "search_files", "get_file_info", "write_file",
          "edit_file", "move_file", "delete_file", "apply_patch"}
@@ -81,6 +85,7 @@ def ws(tmp_path: Path) -> dict[str, Path]:
     (repo / "tmp").mkdir()
     (repo / "tmp" / "external-link").symlink_to(base / "external")
     (repo / "sibling-link").symlink_to(base / "orders-api2")
+    (repo / "docs" / "current.ts").symlink_to("../src/config.ts")  # governed by "docs": no follow_symlinks
     outside = Path(os.path.realpath(tmp_path)) / "not-a-root"
     outside.mkdir()
     elsewhere = Path(os.path.realpath(tmp_path)) / "cwd"
@@ -226,6 +231,8 @@ async def test_agent_session_inside_one_project(ws, isolated_user):
         assert code(planted) == "path_outside_project"
         assert not (base / "external" / "planted.sh").exists()
         assert code(await calls("read_file", project_id=P, relative_path="/etc/passwd")) == "absolute_path_denied"
+        inside_link = await calls("read_file", project_id=P, relative_path="docs/current.ts")
+        assert code(inside_link) == "symlink_not_permitted" and "follow_symlinks" in text(inside_link)
 
         # Rules: .env is denied, vault needs approval (and nobody can approve here).
         dotenv = await calls("read_file", project_id=P, relative_path=".env")
@@ -300,18 +307,25 @@ async def test_agent_session_inside_one_project(ws, isolated_user):
 
 
 async def test_request_level_access_through_a_real_tray(ws, isolated_user, sock_dir):
+    answers = ("allow_once", "deny")
+    trays = {answer: start_tray(sock_dir / f"{answer}.sock", answer) for answer in answers}
     outcomes = {}
-    for answer in ("allow_once", "deny"):
-        sock = sock_dir / f"{answer}.sock"
-        tray = start_tray(sock, answer)
-        try:
-            async with connect([ws["repo"]], ws["cwd"], tray_socket=sock) as client:
-                outcomes[answer] = await client.call_tool("read_file", {"project_id": P, "relative_path": "vault/notes.txt"})
-        finally:
+
+    async def session(answer: str) -> None:
+        async with connect([ws["repo"]], ws["cwd"], tray_socket=sock_dir / f"{answer}.sock") as client:
+            outcomes[answer] = await client.call_tool("read_file", {"project_id": P, "relative_path": "vault/notes.txt"})
+
+    try:
+        async with anyio.create_task_group() as group:
+            for answer in answers:
+                group.start_soon(session, answer)
+    finally:
+        for tray in trays.values():
             stop(tray)
     assert not outcomes["allow_once"].is_error and text(outcomes["allow_once"]) == "approval needed\n"
     assert code(outcomes["deny"]) == "approval_denied" and "approval needed" not in text(outcomes["deny"])
-    lines = [r for r in audit_records(isolated_user) if r["relative_path"] == "vault/notes.txt"]
+    lines = sorted((r for r in audit_records(isolated_user) if r["relative_path"] == "vault/notes.txt"),
+                   key=lambda r: r["decision"])
     assert [(r["decision"], r["policy"], r["approval"], r["approver"]) for r in lines] == [
         ("allow", "request", "allow_once", "the Root Guard tray"),
         ("deny", "request", "deny", "the Root Guard tray"),
@@ -453,3 +467,31 @@ def test_rootguard_cli_delegates_to_the_mcp_server(ws):
                           env=server_env(), stdin=subprocess.DEVNULL, capture_output=True, text=True,
                           timeout=STARTUP_LIMIT)
     assert done.returncode == 2 and "must be an absolute path" in done.stderr
+
+
+# ---------------------------------------------------------------------------
+# Project ids (in process: the same FileTools the server runs)
+
+
+def test_project_ids_are_stable_and_never_reused_for_another_folder(tmp_path):
+    from lsp_bridge.file_tools import assign_project_ids
+
+    taken: dict[str, str] = {}
+    assert assign_project_ids(["/a/api", "/b/api", "/c/web"], taken) == {"api": "/a/api", "api-2": "/b/api", "web": "/c/web"}
+    assert assign_project_ids(["/b/api", "/a/api"], taken) == {"api-2": "/b/api", "api": "/a/api"}  # stable
+    assert assign_project_ids(["/d/api"], taken) == {"api-3": "/d/api"}  # "api" stays bound to /a/api
+
+
+def test_linked_worktrees_of_the_first_root_are_projects_too(ws):
+    from lsp_bridge.file_tools import FileTools
+    from tests.conftest import git
+
+    feature = ws["base"] / "orders-api-feature"
+    git(ws["repo"], "worktree", "add", "-q", str(feature), "-b", "feature")
+    tools = FileTools([str(ws["repo"])])
+    assert tools.list_projects()["projects"] == [
+        {"project_id": P, "name": P, "origin": "root"},
+        {"project_id": "orders-api-feature", "name": "orders-api-feature", "origin": "worktree"},
+    ]
+    plan = tools.plan("read_file", {"project_id": "orders-api-feature", "relative_path": "vault/notes.txt"})
+    assert plan.verdict == "request" and plan.rule == "vault"  # the relative rule is remapped onto the worktree

@@ -98,6 +98,16 @@ def test_a_request_lists_every_target_with_the_policy_it_needs():
     assert rename.targets[0].need is None  # unknown: "always" is not offered
 
 
+def test_the_relative_path_is_derived_from_the_root_when_omitted():
+    req = protocol.parse_client_message(a_request(targets=[
+        {"path": "/repo/src/a.py", "root": "/repo"},
+        {"path": "/repo2/x", "root": "/repo"},  # a sibling with a common prefix is not inside
+        {"path": "/repo", "root": "/repo"},
+        {"path": "/elsewhere/y"},
+    ]))
+    assert [t.relative for t in req.targets] == ["src/a.py", None, "", None]
+
+
 @pytest.mark.parametrize(
     "change, field",
     [

@@ -523,15 +523,9 @@ def warm(folder: Path) -> worktrees.Discovery:
 
 
 def fresh(folder: Path) -> worktrees.Discovery:
-    """What ``locate`` says with no cache at all."""
-    saved = (dict(worktrees._entries), dict(worktrees._files), dict(worktrees._listings))
+    """What ``locate`` says with an empty cache."""
     worktrees.clear_cache()
-    try:
-        return locate(str(folder))
-    finally:
-        worktrees._entries.update(saved[0])
-        worktrees._files.update(saved[1])
-        worktrees._listings.update(saved[2])
+    return locate(str(folder))
 
 
 def rewrite_in_place(path: Path, text: str) -> None:

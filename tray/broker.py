@@ -129,6 +129,7 @@ class Broker(QObject):
         self._expiry.setSingleShot(True)
         self._expiry.setTimerType(Qt.PreciseTimer)
         self._expiry.timeout.connect(self.check_expiry)
+        self._expiry_armed = False
         self.stopped = False
 
     # -- lifecycle ------------------------------------------------------------
@@ -292,6 +293,9 @@ class Broker(QObject):
     def _schedule_expiry(self) -> None:
         left = self.queue.next_expiry()
         if left is None:
-            self._expiry.stop()
+            if self._expiry_armed:
+                self._expiry.stop()
+                self._expiry_armed = False
         else:
             self._expiry.start(max(0, int(left * 1000) + 1))
+            self._expiry_armed = True

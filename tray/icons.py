@@ -49,7 +49,11 @@ def tooltip(state: str, sessions: int, pending: int) -> str:
 def icons_dir() -> Path:
     """``$ROOTGUARD_ICONS``, else the repository's ``icons/`` next to this package."""
     override = os.environ.get(ICONS_ENV)
-    return Path(override) if override else Path(__file__).resolve().parent.parent / "icons"
+    if override:
+        return Path(override)
+    checkout = Path(__file__).resolve().parent.parent / "icons"
+    installed = Path(sys.prefix) / "share" / "rootguard" / "icons"  # a wheel's data files
+    return checkout if checkout.is_dir() or not installed.is_dir() else installed
 
 
 def load_icon(state: str):

@@ -380,12 +380,23 @@ def _target(raw, index: int, operation: str) -> Target:
     relative = raw.get("relative")
     if relative is not None and not isinstance(relative, str):
         raise ProtocolError(INVALID, f"{where}.relative must be a string or null")
+    if relative is None and root is not None:
+        relative = _relative(path, root)
     need = raw.get("need")
     if need is None:
         need = DEFAULT_NEED.get(operation)
     elif need not in NEEDS:
         raise ProtocolError(INVALID, f"{where}.need must be one of {', '.join(NEEDS)} or null")
     return Target(path=path, relative=relative, root=root, need=need)
+
+
+def _relative(path: str, root: str) -> str | None:
+    """``path`` relative to ``root`` when inside it (component-wise), else None."""
+    root = root.rstrip("/") or "/"
+    if path == root:
+        return ""
+    prefix = root if root.endswith("/") else root + "/"
+    return path[len(prefix):] if path.startswith(prefix) else None
 
 
 def _parse_withdraw(f: dict) -> Withdraw:

@@ -1,0 +1,197 @@
+"""read_file through ``rootguard mcp`` against a plain ``open().read()`` loop on the same files.
+
+Usage: .venv/bin/python bench/bench_mcp.py [--files 200] [--calls 600] [--seconds 1.0]
+
+It builds a repository of small text files (three directory levels, ~2 KB
+each, plus a ``.rootguard.toml`` with a few rules), then measures, in one run:
+
+1. over stdio: ``read_file`` calls per second through the real server process
+   with the mcp SDK's client (2026-07-28 and handshake-era sessions), against
+   ``open().read()`` on the same files, and against the same SDK serving a tool
+   that does nothing (the transport's floor);
+2. in process, CPU time per call: the closed resolver + the policy engine
+   (``FileTools.plan``), the whole guarded read (plan + audit line + race-safe
+   read), and ``open().read()``, for ~2 KB and ~32 KB files — the comparison
+   that says what the policy check costs next to the I/O (target: less).
+
+The audit log goes to a temporary state directory, never the user's.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import anyio  # noqa: E402
+from mcp import Client, StdioServerParameters  # noqa: E402
+
+from lsp_bridge.audit import AuditLog  # noqa: E402
+from lsp_bridge.file_tools import Caller, FileTools  # noqa: E402
+from lsp_bridge.resolver import resolve  # noqa: E402
+
+CONFIG = """version = 2
+[[paths]]
+id = "dotenv"
+path = ".env"
+policies = { read = "deny", write = "deny" }
+[[paths]]
+id = "generated"
+path = "gen"
+policies = { write = "deny" }
+includes = ["**/*.js"]
+[[paths]]
+id = "vault"
+path = "vault"
+policies = { read = "request" }
+"""
+
+
+ECHO_SERVER = """
+import anyio, mcp_types as types
+from mcp.server.lowlevel import Server
+from mcp.server.stdio import stdio_server
+async def tools(ctx, params):
+    return types.ListToolsResult(tools=[types.Tool(name="read_file", input_schema={"type": "object"})])
+async def call(ctx, params):
+    return types.CallToolResult(content=[types.TextContent(type="text", text="x" * 2090)])
+async def main():
+    server = Server("echo", on_list_tools=tools, on_call_tool=call)
+    async with stdio_server() as (r, w):
+        await server.run(r, w, server.create_initialization_options())
+anyio.run(main)
+"""
+
+
+def build(base: Path, count: int, lines: int = 80, prefix: str = "src") -> tuple[Path, list[str]]:
+    repo = base / "repo"
+    relatives = []
+    for i in range(count):
+        rel = f"{prefix}/pkg{i % 10}/mod{i % 7}/file{i:04d}.ts"
+        path = repo / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(f"// file {i}\n" + "export const value = 'x';\n" * lines)
+        relatives.append(rel)
+    (repo / ".rootguard.toml").write_text(CONFIG)
+    (repo / ".env").write_text("KEY=placeholder\n")
+    return Path(os.path.realpath(repo)), relatives
+
+
+def plain_rate(paths: list[str], seconds: float) -> float:
+    """open().read() calls per second (wall clock, best of 5 slices)."""
+    best = 0.0
+    for _ in range(5):
+        done, start = 0, time.perf_counter()
+        while time.perf_counter() - start < seconds / 5:
+            for p in paths:
+                with open(p, encoding="utf-8") as handle:
+                    handle.read()
+            done += len(paths)
+        best = max(best, done / (time.perf_counter() - start))
+    return best
+
+
+def per_call(fn, items: list, seconds: float, slices: int = 7) -> float:
+    """CPU microseconds per call, best slice: the least disturbed run on a shared machine."""
+    best = float("inf")
+    for _ in range(slices):
+        done, start = 0, time.process_time()
+        while time.process_time() - start < seconds / slices:
+            for item in items:
+                fn(item)
+            done += len(items)
+        best = min(best, (time.process_time() - start) / done * 1e6)
+    return best
+
+
+async def server_rate(repo: Path, relatives: list[str], calls: int, env: dict, mode: str,
+                      args: list[str] | None = None) -> tuple[float, float]:
+    """(read_file calls/s, seconds to connect) over a real stdio session."""
+    args = args or ["-m", "lsp_bridge.mcp_server", "--root", str(repo)]
+    params = StdioServerParameters(command=sys.executable, args=args, env=env, cwd=str(repo.parent))
+    started = time.perf_counter()
+    async with Client(params, mode=mode) as client:
+        connected = time.perf_counter() - started
+        for rel in relatives[:20]:  # warm up
+            await client.call_tool("read_file", {"project_id": "repo", "relative_path": rel})
+        best = 0.0
+        for part in range(3):  # best of three slices: the least disturbed on a shared machine
+            start = time.perf_counter()
+            for i in range(calls // 3):
+                rel = relatives[(part * calls + i) % len(relatives)]
+                result = await client.call_tool("read_file", {"project_id": "repo", "relative_path": rel})
+                if result.is_error:
+                    raise SystemExit(f"read_file failed: {result.content[0].text}")
+            best = max(best, (calls // 3) / (time.perf_counter() - start))
+    return best, connected
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--files", type=int, default=200)
+    parser.add_argument("--calls", type=int, default=600)
+    parser.add_argument("--seconds", type=float, default=1.0)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        base = Path(os.path.realpath(tmp))
+        repo, relatives = build(base, args.files)
+        absolute = [str(repo / r) for r in relatives]
+        state = base / "state"
+        os.environ["XDG_STATE_HOME"] = str(state)
+        env = {k: v for k, v in os.environ.items() if k in ("HOME", "PATH", "XDG_CONFIG_HOME", "XDG_RUNTIME_DIR")}
+        env.update(XDG_STATE_HOME=str(state), ROOTGUARD_TRAY_SOCKET=str(base / "no-tray.sock"))
+
+        plain = plain_rate(absolute, args.seconds)
+        print(f"files: {args.files} text files of {len((repo / relatives[0]).read_bytes()):,} bytes, 3 levels deep\n")
+        print(f"{'over stdio (real server process)':<44} | {'calls/s':>10} | {'vs open().read()':>16}")
+        print("-" * 78)
+        print(f"{'open().read() loop':<44} | {plain:>10,.0f} | {'1.00x':>16}")
+        for mode in ("auto", "legacy"):
+            rate, connect = anyio.run(server_rate, repo, relatives, args.calls, env, mode)
+            label = f"read_file via MCP ({'2026-07-28' if mode == 'auto' else 'handshake era'})"
+            print(f"{label:<44} | {rate:>10,.0f} | {rate / plain:>15.4f}x   (connect {connect:.2f} s)")
+        floor, _ = anyio.run(server_rate, repo, relatives, args.calls, env, "auto", ["-c", ECHO_SERVER])
+        print(f"{'same SDK, a tool that does nothing (floor)':<44} | {floor:>10,.0f} | {floor / plain:>15.4f}x")
+
+        _, large = build(base, args.files // 4, lines=1300, prefix="big")  # ~32 KB files
+        tools = FileTools([str(repo)], audit=AuditLog(str(state / "bench-audit.jsonl")))
+        caller = Caller("bench", "bench", "n/a")
+
+        def check(arguments):
+            plan = tools.plan("read_file", arguments, caller)
+            assert plan.verdict == "allow", plan.reason
+
+        def guarded(arguments):
+            tools.conclude(tools.plan("read_file", arguments, caller))
+
+        def read(path):
+            with open(path, encoding="utf-8") as handle:
+                handle.read()
+
+        print(f"\n{'in process, per call (µs)':<30} | {'open().read()':>13} | {'resolver+engine':>15} | "
+              f"{'check/read':>10} | {'guarded read':>12} | {'guarded/read':>12}")
+        print("-" * 106)
+        ratios = []
+        for label, rels in (("~2 KB files", relatives), ("~32 KB files", large)):
+            calls = [{"project_id": "repo", "relative_path": r} for r in rels]
+            io_us = per_call(read, [str(repo / r) for r in rels], args.seconds)
+            check_us = per_call(check, calls, args.seconds)
+            whole_us = per_call(guarded, calls, args.seconds)
+            ratios.append(check_us / io_us)
+            print(f"{label:<30} | {io_us:>13.1f} | {check_us:>15.1f} | {check_us / io_us:>9.2f}x | "
+                  f"{whole_us:>12.1f} | {whole_us / io_us:>11.2f}x")
+        resolver_us = per_call(lambda r: resolve(str(repo), r, for_read=True), relatives, args.seconds)
+        print(f"{'  of which the closed resolver':<30} | {'':>13} | {resolver_us:>15.1f} |")
+        met = "met" if max(ratios) < 1 else "NOT met"
+        print(f"\ntarget: the policy check (resolver + engine) costs less than the I/O it guards: {met} "
+              f"(check/read {min(ratios):.2f}x to {max(ratios):.2f}x)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -79,17 +79,17 @@ import asyncio, os, sys
 from tray.client import Target, TrayClient
 
 sock, work = sys.argv[1], sys.argv[2]
-SHOP = "/home/dev/shop"
+SHOP = "/Users/dev/shop"
 WIDENED = {
     "version": 1, "session": "7f3a",
     "roots": [f"{SHOP}/packages/checkout", SHOP],
     "union": [SHOP],
     "entries": [{"path": SHOP, "origin": "folder", "reason": "workspace folder"}],
     "shadowed": [{"path": f"{SHOP}/packages/checkout", "by": SHOP}],
-    "worktrees": [{"path": "/home/dev/shop-wt/fix-tax", "mode": "request", "repository": SHOP,
+    "worktrees": [{"path": "/Users/dev/shop-wt/fix-tax", "mode": "request", "repository": SHOP,
                    "locked": False, "prunable": False}],
     "mounts": {"mounts": [], "roots_without_mount": [SHOP],
-               "mounts_outside_union": [{"source": "/home/dev/.cache/pnpm", "target": "/workspace/.pnpm"}]},
+               "mounts_outside_union": [{"source": "/Users/dev/.cache/pnpm", "target": "/workspace/.pnpm"}]},
     "widened": True,
     "widening": [{"folder": SHOP, "entry": f"{SHOP}/packages/checkout", "kind": "ancestor"}],
     "inventory": {"widens": True, "files_before": 340, "files_after": 61000, "ratio": 179.4,
@@ -102,15 +102,15 @@ WIDENED = {
                   "message": f"{SHOP} widens {SHOP}/packages/checkout: 340 → 61,000 files"}],
 }
 CLEAR = {
-    "version": 1, "session": "c21d", "roots": ["/home/dev/notes"], "union": ["/home/dev/notes"],
-    "entries": [{"path": "/home/dev/notes", "origin": "folder", "reason": "workspace folder"}],
+    "version": 1, "session": "c21d", "roots": ["/Users/dev/notes"], "union": ["/Users/dev/notes"],
+    "entries": [{"path": "/Users/dev/notes", "origin": "folder", "reason": "workspace folder"}],
     "shadowed": [], "worktrees": [], "mounts": None, "widened": False, "widening": [],
     "summary": "1 root", "warnings": [],
 }
 
 async def main():
     editor = TrayClient("7f3a", "VS Code", [f"{SHOP}/packages/checkout"], socket=sock)
-    notes = TrayClient("c21d", "rootguard mcp", ["/home/dev/notes"], socket=sock)
+    notes = TrayClient("c21d", "rootguard mcp", ["/Users/dev/notes"], socket=sock)
     for client, status in ((editor, WIDENED), (notes, CLEAR)):
         assert await client.start(), "no tray"
         await client.publish_status(status)

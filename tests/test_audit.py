@@ -15,7 +15,7 @@ def a_record(n: int, **extra) -> dict:
     record = {
         "time": f"2026-09-10T12:00:{n % 60:02d}.000Z", "client": "test-client", "session_id": "s1",
         "protocol_version": "2026-07-28", "tool": "read_file", "project_id": "orders-api",
-        "root_digest": audit.root_digest("/work/orders-api"), "relative_path": f"src/f{n}.ts",
+        "root_digest": audit.root_digest("/srv/orders-api"), "relative_path": f"src/f{n}.ts",
         "canonicalization": "resolved", "decision": "allow", "reason": "inside the host baseline",
         "correlation_id": f"c{n}",
     }

@@ -1,11 +1,11 @@
 """Client library for the tray socket (asyncio, no Qt): used by the language server and the MCP server.
 
-    client = TrayClient(session="a1b2", client="rootguard-lsp", folders=["/home/me/repo"])
+    client = TrayClient(session="a1b2", client="rootguard-lsp", folders=["/Users/me/repo"])
     await client.start()                      # False when no tray runs; keeps retrying
     await client.publish_status(status_dict)  # remembered and re-sent after a reconnect
     decision = await client.request_access(
         tool="write_file", operation="write",
-        targets=[Target("/home/me/repo/.env", relative=".env", root="/home/me/repo")],
+        targets=[Target("/Users/me/repo/.env", relative=".env", root="/Users/me/repo")],
         rule="protect-env", reason="matches an exclude", timeout=300)
     if decision.allowed: ...                  # allow_once | allow_session | always
     await client.close()

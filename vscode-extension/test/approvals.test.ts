@@ -3,7 +3,7 @@ import { answerShowMessageRequest } from '../src/approvals';
 import { stub } from './stubs/vscode';
 
 const ACTIONS = [{ title: 'Allow once' }, { title: 'Allow for this session' }, { title: 'Deny' }];
-const PROMPT = { type: 2, message: 'mcp: write /home/dev/shop/.env (rule env-files) — allow?', actions: ACTIONS };
+const PROMPT = { type: 2, message: 'mcp: write /Users/dev/shop/.env (rule env-files) — allow?', actions: ACTIONS };
 
 describe('approvals without a tray', () => {
   beforeEach(() => stub.reset());

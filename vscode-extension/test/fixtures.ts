@@ -1,21 +1,21 @@
 /** Status payloads shaped like the server's `rootguard/status` (see status contract). */
 import { Status } from '../src/types';
 
-export const NARROW = '/home/dev/shop/packages/checkout';
-export const REPO = '/home/dev/shop';
+export const NARROW = '/Users/dev/shop/packages/checkout';
+export const REPO = '/Users/dev/shop';
 
 export function normalStatus(): Status {
   return {
     version: 1,
     session: 's-1',
     roots: [NARROW],
-    union: [NARROW, '/home/dev/shop-hotfix/packages/checkout'],
+    union: [NARROW, '/Users/dev/shop-hotfix/packages/checkout'],
     entries: [
       { path: NARROW, origin: 'folder', reason: 'workspace folder' },
-      { path: '/home/dev/shop-hotfix/packages/checkout', origin: 'worktree', reason: 'linked worktree of shop' },
+      { path: '/Users/dev/shop-hotfix/packages/checkout', origin: 'worktree', reason: 'linked worktree of shop' },
     ],
     shadowed: [],
-    worktrees: [{ path: '/home/dev/shop-hotfix', mode: 'include', repository: REPO, locked: false, prunable: false }],
+    worktrees: [{ path: '/Users/dev/shop-hotfix', mode: 'include', repository: REPO, locked: false, prunable: false }],
     mounts: null,
     widened: false,
     widening: [],
@@ -34,16 +34,16 @@ export function widenedStatus(): Status {
     union: [REPO],
     entries: [{ path: REPO, origin: 'folder', reason: 'workspace folder' }],
     shadowed: [{ path: NARROW, by: REPO }],
-    worktrees: [{ path: '/home/dev/shop-hotfix', mode: 'request', repository: REPO, locked: true, prunable: false }],
+    worktrees: [{ path: '/Users/dev/shop-hotfix', mode: 'request', repository: REPO, locked: true, prunable: false }],
     mounts: {
       mounts: [{ source: NARROW, target: '/workspace', mode: 'rw', origin: '.vscode/mcp.json servers.code-index' }],
       roots_without_mount: [REPO],
-      mounts_outside_union: [{ source: '/home/dev/cache', target: '/cache' }],
+      mounts_outside_union: [{ source: '/Users/dev/cache', target: '/cache' }],
       suggested: [
         { source: NARROW, target: '/workspace', mode: 'rw', reason: 'workspace folder' },
         { source: `${REPO}/node_modules/.pnpm`, target: '/workspace/node_modules/.pnpm', mode: 'ro', reason: 'pnpm store' },
       ],
-      docker_args: ['-v', `${NARROW}:/workspace:rw`, '-v', `${REPO}/node_modules/.pnpm:/workspace/node_modules/.pnpm:ro`, '-v', "/home/dev/it's here:/x:ro"],
+      docker_args: ['-v', `${NARROW}:/workspace:rw`, '-v', `${REPO}/node_modules/.pnpm:/workspace/node_modules/.pnpm:ro`, '-v', "/Users/dev/it's here:/x:ro"],
       unrescuable: [],
       first_party: [{ link: `${NARROW}/node_modules/@shop/ui`, target: `${REPO}/packages/ui` }],
       single_files: [`${REPO}/tsconfig.base.json`],

@@ -70,16 +70,16 @@ def timed(function, repeat: int) -> tuple[float, float, object]:
 
 def alternate(ours, theirs, repeat: int) -> tuple[list[float], list[float], object]:
     """Times of ``ours`` and ``theirs`` run in turns (who goes first alternates too)."""
-    mine, base, result = [], [], None
+    times: dict = {ours: [], theirs: []}
+    result = None
     for round_ in range(repeat):
-        for which in ((0, 1) if round_ % 2 == 0 else (1, 0)):
+        for function in (ours, theirs) if round_ % 2 == 0 else (theirs, ours):
             started = time.perf_counter()
-            if which == 0:
-                result = ours()
-            else:
-                theirs()
-            (mine if which == 0 else base).append(time.perf_counter() - started)
-    return mine, base, result
+            value = function()
+            times[function].append(time.perf_counter() - started)
+            if function is ours:
+                result = value
+    return times[ours], times[theirs], result
 
 
 def baseline(repo: str) -> str:
@@ -123,8 +123,7 @@ def peak_rss(repo: str, narrow: str, run: bool) -> float:
     """
     body = (
         "import resource, sys\n"
-        "from lsp_bridge.inventory import inventory\n"
-        "from lsp_bridge.inventory import warm_up\n"
+        "from lsp_bridge.inventory import inventory, warm_up\n"
         + (f"r = inventory([{narrow!r}], [{repo!r}])\n" if run else "warm_up()\n")
         + "try:\n"
         "    hwm = [l for l in open('/proc/self/status') if l.startswith('VmHWM:')]\n"

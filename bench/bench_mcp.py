@@ -112,7 +112,7 @@ def per_call(fn, items: list, seconds: float, slices: int = 7) -> float:
 async def server_rate(repo: Path, relatives: list[str], calls: int, env: dict, mode: str,
                       args: list[str] | None = None) -> tuple[float, float]:
     """(read_file calls/s, seconds to connect) over a real stdio session."""
-    args = args or ["-m", "lsp_bridge.mcp_server", "--root", str(repo)]
+    args = args or ["-m", "lsp_bridge.cli", "mcp", "--root", str(repo)]
     params = StdioServerParameters(command=sys.executable, args=args, env=env, cwd=str(repo.parent))
     started = time.perf_counter()
     async with Client(params, mode=mode) as client:

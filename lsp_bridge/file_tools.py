@@ -406,7 +406,7 @@ class FileTools:
 
     def _span_conflict(self, accesses: list[Access]) -> str | None:
         paths = [p.path for a in accesses for p in a.pieces]
-        return self.session.policy._span_conflict(paths)  # the engine's own rule for multi-root calls
+        return self.session.policy.span_conflict(paths)  # the engine's own rule for multi-root calls
 
     # -- step 3: conclude ------------------------------------------------------
 

@@ -873,7 +873,7 @@ def _in_background(function: Callable, *args: object) -> Callable[[], object]:
     def run() -> None:
         try:
             box[0] = function(*args)
-        except Exception:  # noqa: BLE001 - reported as unknown, never as "none"
+        except Exception:  # reported as unknown, never as "none"
             box[0] = None
 
     thread = threading.Thread(target=run, name="rootguard-git", daemon=True)

@@ -307,8 +307,8 @@ class GuardedServer:
                 plan.tool, plan.operation, targets, rule=plan.rule, reason=plan.reason,
                 timeout=timeout, timeout_seconds=timeout,
             )
-        except ValueError as exc:
-            log.warning("the approval request was refused before sending: %s", exc)
+        except Exception as exc:  # noqa: BLE001 - an approval that cannot be asked is denied
+            log.warning("the approval request could not be sent to the tray: %s", exc)
             return "deny"
         return decision.answer
 
@@ -324,6 +324,9 @@ class GuardedServer:
             return "no_approver"
         except MCPError as exc:
             return "timeout" if exc.code == types.REQUEST_TIMEOUT else "deny"
+        except Exception as exc:  # noqa: BLE001 - a malformed answer is a denial
+            log.warning("the client's approval answer was unusable: %s", exc)
+            return "deny"
         return _elicited(result)
 
     def _client_answer(self, params, plan, state: _Pending) -> str:

@@ -33,7 +33,7 @@ import stat
 from dataclasses import dataclass
 from typing import Iterable, Sequence
 
-from .paths import fold, is_within
+from .paths import fold, is_within, realpath
 from .rules import RuleSet
 from .scope import Scope
 from .settings import Config, PathRule
@@ -145,12 +145,16 @@ class Policy:
         return best or self._roots[0]
 
     def absolute(self, path: str) -> str:
-        """``path`` made absolute: a relative path is taken from the first root."""
+        """``path`` made absolute: a relative path is taken from the first root.
+
+        ``..`` is left for resolution: after a symbolic link it climbs from the
+        link's target, as the kernel does, not from where the link sits.
+        """
         if not isinstance(path, str) or not path or "\x00" in path:
             raise PolicyInputError(f"invalid path {path!r}")
-        if os.path.isabs(path):
-            return os.path.normpath(path)
-        return os.path.normpath(os.path.join(self._roots[0][0], path))
+        if not os.path.isabs(path):
+            path = os.path.join(self._roots[0][0], path)
+        return _squash_slashes(path)
 
     # -- resolution (the only I/O) --------------------------------------------
 
@@ -162,11 +166,9 @@ class Policy:
                 lexical = real + lexical[len(given):]
                 break
         try:
-            real = os.path.realpath(lexical, strict=True)
-        except OSError as err:
-            if err.errno == errno.ELOOP:
-                return Target(lexical, loop=True)
-            real = os.path.realpath(lexical)  # not there yet: resolve what exists
+            real = realpath(lexical, loops=True)
+        except OSError:  # a symbolic link loop
+            return Target(lexical, loop=True)
         if real == lexical:
             return Target(real)
         return Target(real, tuple(_links_on_the_way(lexical)))
@@ -185,7 +187,7 @@ class Policy:
     def decide_rename(self, source: Target, dest: Target) -> Decision:
         src = self.decide_target("delete", source, reported_op="rename")
         dst = self.decide_target("write", dest, reported_op="rename")
-        span = self._span_conflict([source.canonical, dest.canonical])
+        span = self.span_conflict([source.canonical, dest.canonical])
         if span:
             return Decision("deny", src.path, "rename", None, span, None, src.root, dst)
         worst = max((src, dst), key=lambda d: _STRICTNESS[d.decision])
@@ -229,7 +231,7 @@ class Policy:
                 paths.append(decision.dest.path)
         if not decisions:
             return BatchDecision("deny", (), "an empty batch decides nothing")
-        span = self._span_conflict(paths)
+        span = self.span_conflict(paths)
         if span:
             return BatchDecision("deny", tuple(decisions), span)
         denied = [d for d in decisions if d.decision == "deny"]
@@ -279,12 +281,19 @@ class Policy:
             return win[0].rule.follow_symlinks
         return ruleset.config.follow_symlinks
 
-    def _span_conflict(self, paths: Sequence[str]) -> str | None:
+    def span_conflict(self, paths: Sequence[str]) -> str | None:
+        """Why a call touching ``paths`` may not go ahead as one (roots with different policies)."""
         selected = {id(self.select(p)[1]): self.select(p) for p in paths}
         if len(selected) <= 1:
             return None
         roots = ", ".join(sorted(root for root, _ in selected.values()))
         return f"the call spans roots whose policies differ ({roots}); split it per root"
+
+
+def _squash_slashes(path: str) -> str:
+    """Drop empty and ``.`` components (always safe); keep ``..`` (never safe lexically)."""
+    parts = [p for p in path.split(os.sep) if p not in ("", ".")]
+    return os.sep + os.sep.join(parts)
 
 
 def _below(path: str, ancestor: str) -> str:

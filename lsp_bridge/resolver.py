@@ -95,7 +95,7 @@ def resolve(project_root: str, relative_path: str, *, for_read: bool = False) ->
     root = _canonical_root(project_root, relative_path)
     parts = [part for part in decoded.split("/") if part not in ("", ".")]
     lexical = os.path.join(root, *parts)
-    canonical = os.path.realpath(lexical)
+    canonical = paths.realpath(lexical)
     if not paths.is_within(canonical, root):
         raise ResolveError(
             "path_outside_project",

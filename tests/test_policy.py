@@ -395,3 +395,17 @@ def test_a_version_1_project_file_cannot_widen_to_the_temp_directory(tmp_path):
     finally:
         (scratch / "note.txt").unlink()
         scratch.rmdir()
+
+
+def test_dotdot_after_a_symlink_climbs_from_the_target_like_the_kernel(tmp_path):
+    root = tmp_path / "root"
+    (root / "src").mkdir(parents=True)
+    write(root / "inside.txt")
+    outside = tmp_path / "outside"
+    write(outside / "secret.txt")
+    (outside / "dir").mkdir()
+    (root / "link").symlink_to(outside / "dir")
+    # Lexically root/link/../secret.txt is root/secret.txt; the kernel opens outside/secret.txt.
+    decision = decide([root], "read", f"{root}/link/../secret.txt")
+    assert decision.decision == "deny" and decision.path == str(outside / "secret.txt")
+    assert decide([root], "read", f"{root}/src/../inside.txt").decision == "allow"

@@ -273,7 +273,14 @@ async def on_initialized(ls: RootGuardServer, params: types.InitializedParams) -
     ls.publish_config_diagnostics()
     loop = asyncio.get_running_loop()
     loop.run_in_executor(None, ls._reconcile_mounts, loop)
+    loop.run_in_executor(None, _warm_up_inventory)  # the first widening should not pay the imports
     ls.connect_tray()
+
+
+def _warm_up_inventory() -> None:
+    from .inventory import warm_up
+
+    warm_up()
 
 
 @server.feature(types.WORKSPACE_DID_CHANGE_WORKSPACE_FOLDERS)

@@ -370,6 +370,13 @@ def test_credential_names_and_the_listing_hint(name):
     assert re.search(CREDENTIAL_NAME_HINT, "\x00" + name)
 
 
+def test_every_credential_file_name_is_found_in_a_directory_listing(tmp_path):
+    for name in NAMES[True] + NAMES[False]:
+        (tmp_path / name).write_text("DB_PASSWORD=Qw12Er34Ty56Ui78\n")
+    report = inventory([], [str(tmp_path)])
+    assert sorted(os.path.basename(c.path) for c in report.credentials) == sorted(NAMES[True])
+
+
 @pytest.mark.parametrize("name", NAMES[False])
 def test_names_that_are_not_credential_files(name):
     assert not is_credential_name(name)

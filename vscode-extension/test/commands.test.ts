@@ -182,12 +182,12 @@ describe('commands', () => {
 
   it('Migrate Config offers the workspace files and the user file when no config is active', async () => {
     stub.foundFiles = [Uri.file(`${NARROW}/.rootguard.toml`)];
-    deps.userFile = '/home/dev/.config/rootguard/config.toml';
+    deps.userFile = '/Users/dev/.config/rootguard/config.toml';
     deps.responses.set('workspace/executeCommand', null);
     stub.answer = (shown) => (shown.kind === 'quickPick' ? shown.items[1] : undefined);
     await vscode.commands.executeCommand(COMMANDS.migrateConfig);
-    assert.deepStrictEqual(stub.shown[0].items.map((i) => i.description), [`${NARROW}/.rootguard.toml`, '/home/dev/.config/rootguard/config.toml']);
-    assert.deepStrictEqual(deps.requests[0].params.arguments, ['file:///home/dev/.config/rootguard/config.toml']);
+    assert.deepStrictEqual(stub.shown[0].items.map((i) => i.description), [`${NARROW}/.rootguard.toml`, '/Users/dev/.config/rootguard/config.toml']);
+    assert.deepStrictEqual(deps.requests[0].params.arguments, ['file:///Users/dev/.config/rootguard/config.toml']);
   });
 
   it('Migrate Config does nothing when the pick is dismissed or there is no file', async () => {

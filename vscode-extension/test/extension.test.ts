@@ -13,7 +13,7 @@ describe('activate', function () {
 
   beforeEach(() => {
     stub.reset();
-    stub.setFolders(['/home/dev/shop/packages/checkout']);
+    stub.setFolders(['/Users/dev/shop/packages/checkout']);
     stub.settings['rootguard.serverCommand'] = [process.execPath, FAKE_SERVER];
     process.env.FAKE_MODE = 'crash-free';
     context = { subscriptions: [], extension: { packageJSON: { version: '0.1.0' } } };

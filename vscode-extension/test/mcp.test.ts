@@ -55,7 +55,7 @@ describe('guarded MCP server definition', () => {
 
   it("offers `rootguard mcp` with the window's folders as roots", async () => {
     const { providers } = installMcpApi();
-    stub.setFolders(['/home/dev/shop/packages/checkout', '/home/dev/shop']);
+    stub.setFolders(['/Users/dev/shop/packages/checkout', '/Users/dev/shop']);
     assert.strictEqual(registerMcpProvider(server, '0.1.0', subscriptions), true);
     const provider = providers.get(MCP_PROVIDER_ID);
     const [definition] = await provider.provideMcpServerDefinitions();
@@ -63,7 +63,7 @@ describe('guarded MCP server definition', () => {
     assert.strictEqual(definition.label, 'Root Guard guarded files');
     assert.strictEqual(definition.command, '/venv/bin/python');
     assert.deepStrictEqual(definition.args, [
-      '-m', 'lsp_bridge.cli', 'mcp', '--root', '/home/dev/shop/packages/checkout', '--root', '/home/dev/shop',
+      '-m', 'lsp_bridge.cli', 'mcp', '--root', '/Users/dev/shop/packages/checkout', '--root', '/Users/dev/shop',
     ]);
     assert.strictEqual(definition.version, '0.1.0');
   });

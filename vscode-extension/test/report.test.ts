@@ -34,7 +34,7 @@ describe('widening report', () => {
   it('suggests narrow mounts and the docker arguments', () => {
     assert.match(report, /### Suggested narrow mounts/);
     assert.ok(report.includes(`| \`${REPO}/node_modules/.pnpm\` | \`/workspace/node_modules/.pnpm\` | ro | pnpm store |`), report);
-    assert.match(report, /### Docker arguments\n\n```sh\n-v \/home\/dev\/shop\/packages\/checkout:\/workspace:rw/);
+    assert.match(report, /### Docker arguments\n\n```sh\n-v \/Users\/dev\/shop\/packages\/checkout:\/workspace:rw/);
     assert.ok(report.includes(`\`${REPO}/tsconfig.base.json\``));
     assert.ok(report.includes(`no mount for the folder \`${REPO}\``));
   });
@@ -42,7 +42,7 @@ describe('widening report', () => {
   it('shell-quotes the docker arguments for the copy button', () => {
     assert.strictEqual(
       dockerArguments(widenedStatus()),
-      `-v ${NARROW}:/workspace:rw -v ${REPO}/node_modules/.pnpm:/workspace/node_modules/.pnpm:ro -v '/home/dev/it'\\''s here:/x:ro'`,
+      `-v ${NARROW}:/workspace:rw -v ${REPO}/node_modules/.pnpm:/workspace/node_modules/.pnpm:ro -v '/Users/dev/it'\\''s here:/x:ro'`,
     );
     assert.strictEqual(shellQuote('a b'), "'a b'");
     assert.strictEqual(dockerArguments(normalStatus()), '');
@@ -51,7 +51,7 @@ describe('widening report', () => {
   it('shows the union, shadowed entries and worktrees', () => {
     assert.match(report, /## Effective union/);
     assert.ok(report.includes(`- \`${NARROW}\` — inside \`${REPO}\`, adds nothing`));
-    assert.ok(report.includes('`/home/dev/shop-hotfix` — request'));
+    assert.ok(report.includes('`/Users/dev/shop-hotfix` — request'));
   });
 
   it('says so when nothing widened', () => {

@@ -15,7 +15,7 @@ describe('widening report view', () => {
     assert.match(webview.html, /What the union exposes/);
     webview.messages({ type: 'copyDocker' });
     await new Promise((r) => setTimeout(r, 10));
-    assert.match(stub.clipboard, /^-v \/home\/dev\/shop\/packages\/checkout:\/workspace:rw -v /);
+    assert.match(stub.clipboard, /^-v \/Users\/dev\/shop\/packages\/checkout:\/workspace:rw -v /);
     assert.match(stub.shown[0].message, /docker arguments copied/);
     view.dispose();
   });

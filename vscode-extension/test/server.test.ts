@@ -45,7 +45,7 @@ describe('server controller (real language client, fake server)', function () {
 
   beforeEach(() => {
     stub.reset();
-    stub.setFolders(['/home/dev/shop/packages/checkout']);
+    stub.setFolders(['/Users/dev/shop/packages/checkout']);
     const vscode = require('vscode');
     log = vscode.window.createOutputChannel('Root Guard', { log: true });
   });
@@ -58,7 +58,7 @@ describe('server controller (real language client, fake server)', function () {
   it('relays rootguard/status and answers requests', async () => {
     await startWith('status');
     const first = await waitFor('a status', () => controller.status ?? undefined);
-    assert.deepStrictEqual(first.roots, ['/home/dev/shop/packages/checkout']);
+    assert.deepStrictEqual(first.roots, ['/Users/dev/shop/packages/checkout']);
     const result = await controller.request<any>('rootguard/explain', { path: 'file:///x', op: null });
     assert.strictEqual(result.decisions[0].reason, 'asked with op null');
     assert.ok(stub.logs[0].lines.some((l) => l.includes('fake server: initialize with 1 folder(s)')), 'server stderr goes to the log');

@@ -8,7 +8,7 @@ describe('status rendering', () => {
     assert.strictEqual(view.text, '$(shield) 1 root');
     assert.strictEqual(view.background, undefined);
     assert.strictEqual(view.command, 'rootguard.showWideningReport');
-    const two = renderStatus({ kind: 'running', status: { ...normalStatus(), roots: [NARROW, '/home/dev/other'] } }, 2);
+    const two = renderStatus({ kind: 'running', status: { ...normalStatus(), roots: [NARROW, '/Users/dev/other'] } }, 2);
     assert.strictEqual(two.text, '$(shield) 2 roots');
   });
 
@@ -88,8 +88,8 @@ describe('status tooltip', () => {
   it('lists each union entry with its reason and origin', () => {
     const tooltip = renderTooltip(normalStatus());
     assert.match(tooltip, /\*\*Union\*\* \(2 entries\)/);
-    assert.ok(tooltip.includes('- `/home/dev/shop/packages/checkout` — workspace folder _(folder)_'), tooltip);
-    assert.ok(tooltip.includes('`/home/dev/shop-hotfix/packages/checkout` — linked worktree of shop _(worktree)_'), tooltip);
+    assert.ok(tooltip.includes('- `/Users/dev/shop/packages/checkout` — workspace folder _(folder)_'), tooltip);
+    assert.ok(tooltip.includes('`/Users/dev/shop-hotfix/packages/checkout` — linked worktree of shop _(worktree)_'), tooltip);
   });
 
   it('lists shadowed entries with what shadows them', () => {
@@ -99,14 +99,14 @@ describe('status tooltip', () => {
 
   it('lists worktrees with their mode, repository and flags', () => {
     const tooltip = renderTooltip(widenedStatus());
-    assert.ok(tooltip.includes(`- \`/home/dev/shop-hotfix\` — request of \`${REPO}\` (locked)`), tooltip);
+    assert.ok(tooltip.includes(`- \`/Users/dev/shop-hotfix\` — request of \`${REPO}\` (locked)`), tooltip);
   });
 
   it('lists mount mismatches', () => {
     const tooltip = renderTooltip(widenedStatus());
     assert.match(tooltip, /\*\*Mount mismatches\*\*/);
     assert.ok(tooltip.includes(`no mount for \`${REPO}\``));
-    assert.ok(tooltip.includes('`/home/dev/cache` → `/cache` is mounted but outside the union'));
+    assert.ok(tooltip.includes('`/Users/dev/cache` → `/cache` is mounted but outside the union'));
   });
 
   it('explains the widening with files before and after and the secrets count', () => {
@@ -132,13 +132,13 @@ describe('status tooltip', () => {
   });
 
   it('shortens paths under the home directory, and only those', () => {
-    const tooltip = renderTooltip(widenedStatus(), pathsFor('/home/dev'));
+    const tooltip = renderTooltip(widenedStatus(), pathsFor('/Users/dev'));
     assert.ok(tooltip.includes('- `~/shop` — workspace folder'), tooltip);
     assert.ok(tooltip.includes('`~/shop/packages/checkout` — inside `~/shop`'));
-    assert.ok(tooltip.includes('`/home/dev/cache` → `/cache`') === false && tooltip.includes('`~/cache` → `/cache`'));
-    assert.strictEqual(pathsFor('/home/dev').path('/home/devil/x'), '`/home/devil/x`');
+    assert.ok(tooltip.includes('`/Users/dev/cache` → `/cache`') === false && tooltip.includes('`~/cache` → `/cache`'));
+    assert.strictEqual(pathsFor('/Users/dev').path('/Users/devil/x'), '`/Users/devil/x`');
     assert.strictEqual(pathsFor('/').path('/etc'), '`/etc`');
-    assert.strictEqual(renderStatus({ kind: 'running', status: widenedStatus() }, 2, '/home/dev').tooltip, tooltip);
+    assert.strictEqual(renderStatus({ kind: 'running', status: widenedStatus() }, 2, '/Users/dev').tooltip, tooltip);
   });
 
   it('caps long lists', () => {

@@ -47,7 +47,7 @@ class Rpc:
 
     def __init__(self, argv: list[str], env: dict[str, str]):
         self.started = time.perf_counter()
-        self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env)
+        self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=open(os.environ.get("RG_STDERR", os.devnull), "w"), env=env)
         self.inbox: queue.Queue = queue.Queue()
         self._next = 0
         threading.Thread(target=self._read, daemon=True).start()

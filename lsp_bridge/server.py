@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import time
 import uuid
 from typing import Any
 
@@ -120,8 +121,17 @@ class RootGuardServer(LanguageServer):
         if change.widened:
             if self._inventory_task is not None:
                 self._inventory_task.cancel()
-            self._inventory_task = asyncio.ensure_future(self.run_inventory(warn=True))
-        loop.run_in_executor(None, self._reconcile_mounts, loop)
+            self._inventory_task = asyncio.ensure_future(self._inventory_then_mounts())
+        else:
+            loop.run_in_executor(None, self._reconcile_mounts, loop)
+
+    async def _inventory_then_mounts(self) -> None:
+        """The warning matters most: mounts wait for it rather than share the CPU."""
+        try:
+            await self.run_inventory(warn=True)
+        finally:
+            loop = asyncio.get_running_loop()
+            loop.run_in_executor(None, self._reconcile_mounts, loop)
 
     async def run_inventory(self, *, warn: bool) -> None:
         from .inventory import InventoryCache
@@ -140,10 +150,12 @@ class RootGuardServer(LanguageServer):
             if progress:
                 loop.call_soon_threadsafe(self._progress_report, progress, message)
 
+        started = time.perf_counter()
         try:
             report = await loop.run_in_executor(
                 None, lambda: self._inventory_cache.report(reference, current, progress=report_progress)
             )
+            log.info("inventory of %s took %.0f ms", ", ".join(current), (time.perf_counter() - started) * 1000)
         except Exception as err:  # never let a scan error hide the warning
             log.exception("inventory failed")
             self.tracker.inventory_done(None)

@@ -110,6 +110,8 @@ class Watcher:
     def __init__(self, on_batch: Callable[[set[str]], None], *, debounce: float = 0.15):
         from watchdog.observers import Observer
 
+        _load_changes()
+
         self._on_batch = on_batch
         self._debounce = debounce
         self._observer = Observer()
@@ -133,7 +135,7 @@ class Watcher:
         scheduled = []
         for directory in wanted:
             try:
-                self._observer.schedule(self._handler, directory, recursive=False)
+                self._observer.schedule(self._handler, directory, recursive=False, event_filter=_CHANGES)
                 scheduled.append(directory)
             except OSError:
                 continue  # vanished, or the OS is out of watches: never crash the server
@@ -159,6 +161,20 @@ class Watcher:
             if self._timer is not None:
                 self._timer.cancel()
         self._observer.stop()
+
+
+_CHANGES: list = []
+
+
+def _load_changes() -> None:
+    """Changes only: reads (open, close-no-write) would wake us for our own scans."""
+    from watchdog import events as ev
+
+    if not _CHANGES:
+        _CHANGES.extend([
+            ev.FileCreatedEvent, ev.FileDeletedEvent, ev.FileModifiedEvent, ev.FileMovedEvent,
+            ev.FileClosedEvent, ev.DirCreatedEvent, ev.DirDeletedEvent, ev.DirModifiedEvent, ev.DirMovedEvent,
+        ])
 
 
 def _Handler(callback):  # noqa: N802 - a small factory keeps watchdog imports lazy

@@ -175,6 +175,8 @@ def _load_changes() -> None:
             ev.FileCreatedEvent, ev.FileDeletedEvent, ev.FileModifiedEvent, ev.FileMovedEvent,
             ev.FileClosedEvent, ev.DirCreatedEvent, ev.DirDeletedEvent, ev.DirModifiedEvent, ev.DirMovedEvent,
         ])
+        # Attribute changes (mode, times) are their own events in watchdog >= 5.
+        _CHANGES.extend(getattr(ev, name) for name in ("FileAttribEvent", "DirAttribEvent") if hasattr(ev, name))
 
 
 def _Handler(callback):  # noqa: N802 - a small factory keeps watchdog imports lazy

@@ -97,7 +97,6 @@ def cmd_check(args) -> int:
 
 def cmd_inventory(args) -> int:
     from .inventory import inventory
-    from .union import Candidate, compute_union
 
     if not args.root:
         raise UsageError("inventory needs at least one --root FOLDER")

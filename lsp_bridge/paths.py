@@ -9,7 +9,6 @@ from __future__ import annotations
 import errno
 import os
 import sys
-from pathlib import Path
 
 SEP = os.sep
 
@@ -105,10 +104,6 @@ def relative_to(path: str, root: str) -> str:
         return ""
     rel = os.path.relpath(path, root)
     return rel.replace(os.sep, "/")
-
-
-def as_path(text: str) -> Path:
-    return Path(text)
 
 
 class PrefixIndex:

@@ -27,7 +27,6 @@ operation). ``decide`` adds the one piece of I/O, resolving symbolic links.
 
 from __future__ import annotations
 
-import errno
 import os
 import stat
 from dataclasses import dataclass

@@ -28,7 +28,7 @@ from typing import Callable, Sequence
 
 from . import worktrees as wt
 from .diagnostics import Diagnostic
-from .paths import canonical, is_within, relative_to
+from .paths import canonical, relative_to
 from .settings import Config
 from .union import Candidate, Union, compute_union
 
@@ -187,7 +187,3 @@ def _safe_locate(locate: Locator, path: str, diagnostics: list[Diagnostic]):
         return None
     diagnostics.extend(d for d in discovery.diagnostics if d not in diagnostics)
     return discovery.location
-
-
-def within_any(path: str, roots: Sequence[str]) -> bool:
-    return any(is_within(path, r) for r in roots)

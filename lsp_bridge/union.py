@@ -152,6 +152,3 @@ def _container(key: str, seen: dict[str, str]) -> str | None:
         if parent == probe:
             return None
         probe = parent
-
-
-EMPTY = Union()

@@ -413,24 +413,15 @@ def test_early_initialize_announces_what_pygls_would(client_caps):
 @pytest.fixture
 def tray_socket(tmp_path, monkeypatch):
     """A real tray (headless broker, automated answers) on a private socket."""
-    import subprocess
-    import time
+    from tests.trayproc import start_tray, stop
 
     sock_dir = tmp_path / "run"
     sock_dir.mkdir(mode=0o700)
     sock = sock_dir / "tray.sock"
     monkeypatch.setenv("ROOTGUARD_TRAY_SOCKET", str(sock))
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "tray", "--headless", "--socket", str(sock), "--auto-answer", "allow_once"],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )
-    deadline = time.monotonic() + 20
-    while not sock.exists() and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert sock.exists(), "the tray did not start"
+    proc = start_tray(sock, "--headless", "--auto-answer", "allow_once")
     yield sock
-    proc.terminate()
-    proc.wait(10)
+    stop(proc)
 
 
 async def test_a_running_tray_answers_instead_of_the_editor(tray_socket, client, tmp_path):

@@ -14,7 +14,6 @@ import select
 import subprocess
 import sys
 import tempfile
-import time
 import warnings
 from collections import Counter
 from contextlib import asynccontextmanager
@@ -23,6 +22,8 @@ from pathlib import Path
 import anyio
 import mcp_types as types
 import pytest
+
+from tests.trayproc import start_tray, stop
 from mcp import Client, StdioServerParameters
 
 from lsp_bridge.audit import read_records
@@ -157,33 +158,6 @@ def sock_dir():
     subprocess.run(["rm", "-rf", path], check=False)
 
 
-def start_tray(sock: Path, answer: str) -> subprocess.Popen:
-    """The real approval broker, headless, answering every request with ``answer``."""
-    env = dict(os.environ, QT_QPA_PLATFORM="offscreen", PYTHONPATH=str(REPO))
-    proc = subprocess.Popen([sys.executable, "-m", "tray", "--socket", str(sock), "--headless", "--auto-answer", answer],
-                            cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    deadline = time.monotonic() + STARTUP_LIMIT
-    seen = b""
-    while b"listening on" not in seen:
-        ready, _, _ = select.select([proc.stderr], [], [], max(deadline - time.monotonic(), 0))
-        chunk = os.read(proc.stderr.fileno(), 4096) if ready else b""
-        if not chunk:
-            proc.kill()
-            raise AssertionError(f"tray did not start: {seen.decode(errors='replace')}")
-        seen += chunk
-    return proc
-
-
-def stop(proc: subprocess.Popen) -> None:
-    if proc.poll() is None:
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-
-
 # ---------------------------------------------------------------------------
 # One agent session: seed 003's cases, the CVE escapes, reads, writes, batches, audit, mirror
 
@@ -308,7 +282,7 @@ async def test_agent_session_inside_one_project(ws, isolated_user):
 
 async def test_request_level_access_through_a_real_tray(ws, isolated_user, sock_dir):
     answers = ("allow_once", "deny")
-    trays = {answer: start_tray(sock_dir / f"{answer}.sock", answer) for answer in answers}
+    trays = {answer: start_tray(sock_dir / f"{answer}.sock", "--headless", "--auto-answer", answer) for answer in answers}
     outcomes = {}
 
     async def session(answer: str) -> None:

@@ -6,7 +6,6 @@ import asyncio
 import json
 import os
 import pwd
-import select
 import signal
 import socket
 import stat
@@ -18,14 +17,14 @@ from pathlib import Path
 
 import pytest
 
+from tests.trayproc import REPO, STARTUP_LIMIT, start_tray, stop, tray_env
+
 from tray import protocol
 from tray.client import Target, TrayClient
 from tray.paths import RuntimeDirError, ensure_private_dir, socket_path
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
-REPO = Path(__file__).resolve().parents[1]
-STARTUP_LIMIT = 30.0  # generous: a loaded CI machine starting PySide6
 
 
 @pytest.fixture
@@ -35,41 +34,6 @@ def sock_dir():
     os.chmod(path, 0o700)
     yield Path(path)
     subprocess.run(["rm", "-rf", path], check=False)
-
-
-def tray_env(extra: dict | None = None) -> dict:
-    env = dict(os.environ, QT_QPA_PLATFORM="offscreen", PYTHONPATH=str(REPO))
-    env.update(extra or {})
-    return env
-
-
-def start_tray(sock: Path, *args: str, env: dict | None = None) -> subprocess.Popen:
-    """Start ``python -m tray`` and wait until it listens."""
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "tray", "--socket", str(sock), *args],
-        cwd=REPO, env=tray_env(env), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-    )
-    deadline = time.monotonic() + STARTUP_LIMIT
-    seen = b""
-    while b"listening on" not in seen:
-        left = deadline - time.monotonic()
-        ready, _, _ = select.select([proc.stderr], [], [], max(left, 0))
-        chunk = os.read(proc.stderr.fileno(), 4096) if ready else b""
-        if not chunk:
-            proc.kill()
-            raise AssertionError(f"tray did not start: {seen.decode(errors='replace')}")
-        seen += chunk
-    return proc
-
-
-def stop(proc: subprocess.Popen) -> None:
-    if proc.poll() is None:
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
 
 
 class Raw:

@@ -103,6 +103,8 @@ def resolve(project_root: str, relative_path: str, *, for_read: bool = False) ->
             f"path {relative_path!r} resolves outside the project root (through a symbolic link)",
         )
     mode = _mode(canonical, relative_path)
+    if mode is not None and decoded != "/".join(parts) and not _spelling_exists(os.path.join(root, decoded)):
+        mode = None  # ``file/.`` or ``file/``: the kernel finds nothing there
     if for_read and mode is not None and _is_special(mode):
         raise ResolveError(
             "special_file",
@@ -161,8 +163,28 @@ def _check_text(text: str, original: str, stage: str) -> None:
         )
 
 
+_ROOTS: dict[str, str] = {}  # project root as given -> its canonical form
+_MAX_ROOTS = 256
+
+
 def _canonical_root(project_root: object, original: str) -> str:
-    """The realpath of an absolute, existing project root directory."""
+    """The realpath of an absolute, existing project root directory.
+
+    Remembered per root: if the root is later swapped for a link elsewhere,
+    every target then resolves outside the remembered canonical root and is
+    refused, so the cache can only make answers narrower, never wider.
+    """
+    known = _ROOTS.get(project_root) if isinstance(project_root, str) else None
+    if known is not None:
+        return known
+    root = _check_root(project_root, original)
+    if len(_ROOTS) >= _MAX_ROOTS:
+        _ROOTS.clear()
+    _ROOTS[project_root] = root
+    return root
+
+
+def _check_root(project_root: object, original: str) -> str:
     usable = (
         isinstance(project_root, str)
         and "\x00" not in project_root
@@ -177,6 +199,17 @@ def _canonical_root(project_root: object, original: str) -> str:
             f"path {original!r} was not resolved",
         )
     return root
+
+
+def _spelling_exists(spelled: str) -> bool:
+    """``a/./b`` or ``a/`` exist only when ``a`` is a directory, as the kernel says."""
+    try:
+        os.stat(spelled)
+    except NotADirectoryError:
+        return False
+    except OSError:
+        return True  # any other error was already judged on the canonical path
+    return True
 
 
 def _mode(canonical: str, original: str) -> int | None:

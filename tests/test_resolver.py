@@ -493,3 +493,12 @@ def test_property_resolve_never_escapes(tree, data, root_via_link, for_read):
         elif _plain(relative, decoded):
             # and no widening the other way round: a plain inside path is served
             assert result is not None
+
+
+def test_a_file_spelled_as_a_directory_does_not_exist(tmp_path):
+    """``file/.`` and ``file/`` name nothing for the kernel (ENOTDIR); found by the property test."""
+    (tmp_path / "notes.txt").write_text("x")
+    for spelling in ("notes.txt/.", "notes.txt/"):
+        result = resolve(str(tmp_path), spelling)
+        assert result.exists is False and result.canonical == str(tmp_path / "notes.txt")
+    assert resolve(str(tmp_path), "notes.txt").exists is True

@@ -1,19 +1,23 @@
 """What to watch, and a debounced watchdog observer that watches it.
 
 The plan is pure (``plan_watches``); ``Watcher`` is the I/O edge. Every watch
-is non-recursive, so the number of OS watches (inotify) is the number of
-planned directories, capped at ``WATCH_BUDGET`` per editor window whatever the
-size of the repository:
+is non-recursive. watchdog gives each watched directory its own inotify
+instance and thread, and Linux allows 128 instances per user by default,
+shared by every program (editors use many), so a window watches at most
+``WATCH_BUDGET`` directories, whatever the size of the repository:
 
 * configuration: the user config directory, every directory a project
   ``.rootguard.toml`` could be found in, the folders' ``.vscode``/``.cursor``
   directories and the folders themselves (``.mcp.json``);
 * worktrees: each repository's ``<common dir>/worktrees`` (or the common dir
   itself until that exists), so ``git worktree add``/``remove`` is seen;
-* inventory: each union entry and the directories up to two levels below it
-  (skipping ``.git``, ``node_modules`` and other hidden directories except
-  ``.github``): a new ``.env`` at a package root or a new sibling package
-  shows up; a change deeper down is picked up at the next full inventory.
+* inventory: each union entry and the directories right below it (skipping
+  ``.git``, ``node_modules`` and hidden directories except ``.github``): a new
+  ``.env`` at the root or a new package in ``packages/`` shows up at once; a
+  change deeper down is counted at the next widening, which recounts.
+
+Reads (open, close without writing) are filtered out, so the inventory's own
+scans do not wake the watcher.
 """
 
 from __future__ import annotations
@@ -23,8 +27,8 @@ import threading
 from dataclasses import dataclass
 from typing import Callable, Iterable, Sequence
 
-WATCH_BUDGET = 256
-INVENTORY_DEPTH = 2
+WATCH_BUDGET = 16
+INVENTORY_DEPTH = 1
 _SKIP = {".git", "node_modules", "__pycache__", ".venv", "venv", "dist", "build", "target"}
 
 

@@ -235,11 +235,13 @@ class RootGuardServer(LanguageServer):
         self._watcher.apply(plan)
 
     def on_files_changed(self, batch: set[str]) -> None:
+        from .watch import is_on_config_path
+
         log.debug("file events: %s", sorted(batch)[:20])
         session = self.tracker.session
         config_files = set(session.config_files())
         structural = any(
-            p in config_files
+            is_on_config_path(p, config_files)
             or os.path.basename(p) in (*CONFIG_NAMES, "mcp.json", ".mcp.json")
             or "/worktrees" in p
             or os.path.basename(p) == "worktrees"

@@ -57,7 +57,7 @@ def plan_watches(
 ) -> WatchPlan:
     config_dirs: list[str] = []
     for path in config_files:
-        _add_existing(config_dirs, os.path.dirname(path))
+        _add_existing(config_dirs, _nearest_existing(os.path.dirname(path)))
     for folder in folders:
         for sub in ("", ".vscode", ".cursor"):
             _add_existing(config_dirs, os.path.join(folder, sub) if sub else folder)
@@ -77,6 +77,21 @@ def plan_watches(
                 continue
             inventory_dirs.append(directory)
     return WatchPlan(tuple(config_dirs), tuple(worktree_dirs), tuple(inventory_dirs), truncated)
+
+
+def _nearest_existing(directory: str) -> str:
+    """``directory`` or its closest existing parent: a config dir made later is still seen."""
+    while directory and not os.path.isdir(directory):
+        parent = os.path.dirname(directory)
+        if parent == directory:
+            return ""
+        directory = parent
+    return directory
+
+
+def is_on_config_path(path: str, config_files: Iterable[str]) -> bool:
+    """Whether a change at ``path`` can create, remove or edit one of ``config_files``."""
+    return any(f == path or f.startswith(path.rstrip(os.sep) + os.sep) for f in config_files)
 
 
 def _add_existing(found: list[str], directory: str) -> None:

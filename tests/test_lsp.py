@@ -433,3 +433,28 @@ async def test_a_running_tray_answers_instead_of_the_editor(tray_socket, client,
     result = await access(client, repo / "docs/a.md")
     assert result["decision"] == "allow" and "Allow once" in result["reason"]
     assert prompts == []  # the editor was not asked
+
+
+async def test_a_user_config_created_later_is_picked_up(client, tmp_path, isolated_user):
+    repo = make_repo(tmp_path / "late", {"docs/a.md": "a\n"})
+    assert not (isolated_user / ".config" / "rootguard").exists()
+    await client.start([repo])
+    await client.next_status(0)
+    user_dir = isolated_user / ".config" / "rootguard"
+    user_dir.mkdir(parents=True)
+    await asyncio.sleep(0.5)  # the server now watches the new directory
+    (user_dir / "config.toml").write_text(
+        f'version = 2\n[[paths]]\nid = "no-docs"\npath = "{repo}/docs"\npolicies = {{ read = "deny" }}\n'
+    )
+
+    async def decision():
+        result = await client.client.protocol.send_request_async(
+            "rootguard/explain", {"path": str(repo / "docs/a.md"), "op": "read"}
+        )
+        return as_data(result)["decisions"][0]
+
+    for _ in range(100):
+        if (await decision())["rule"] == "no-docs":
+            break
+        await asyncio.sleep(0.1)
+    assert (await decision())["decision"] == "deny"

@@ -235,13 +235,15 @@ class RootGuardServer(LanguageServer):
         self._watcher.apply(plan)
 
     def on_files_changed(self, batch: set[str]) -> None:
+        """A debounced batch of changed paths: reload what configures us, recount the rest."""
         from .watch import is_on_config_path
 
         log.debug("file events: %s", sorted(batch)[:20])
-        session = self.tracker.session
-        config_files = set(session.config_files())
+        config_files = self.tracker.session.config_files()
+        unwatched = [f for f in config_files if os.path.dirname(f) not in self._watcher.watched]
         structural = any(
-            is_on_config_path(p, config_files)
+            p in config_files
+            or is_on_config_path(p, unwatched)  # e.g. the user config directory was just made
             or os.path.basename(p) in (*CONFIG_NAMES, "mcp.json", ".mcp.json")
             or "/worktrees" in p
             or os.path.basename(p) == "worktrees"
@@ -250,9 +252,10 @@ class RootGuardServer(LanguageServer):
         if self._inventory_cache is not None:
             for path in batch:
                 self._inventory_cache.file_changed(path)
-        if structural:
-            self.apply_change(self.tracker.reload())
-        elif self.tracker.widened and self._inventory_cache is not None:
+        change = self.tracker.reload() if structural else None
+        if change is not None:
+            self.apply_change(change)
+        if self.tracker.widened and self._inventory_cache is not None and not (change and change.widened):
             asyncio.ensure_future(self.run_inventory(warn=False))
 
     def shutdown_watches(self) -> None:

@@ -39,7 +39,8 @@ fi
 stamp=.venv/.rootguard-installed
 extras=lsp,tray,mcp
 [ "$want_test" = 1 ] && extras=test
-if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ] || ! grep -qx "$extras" "$stamp"; then
+# The test extras include the others, so a test install serves the demo too.
+if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ] || ! grep -qxE "$extras|test" "$stamp"; then
   .venv/bin/python -m pip install -q --upgrade pip >/dev/null
   .venv/bin/python -m pip install -q -e ".[$extras]"
   echo "$extras" > "$stamp"

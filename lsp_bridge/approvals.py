@@ -16,7 +16,8 @@ from lsprotocol import types
 ALLOW_ONCE, ALLOW_SESSION, DENY = "Allow once", "Allow for this session", "Deny"
 
 
-def _param(params: Any, name: str, default=None):
+def param(params: Any, name: str, default=None):
+    """A field of custom-request params (pygls hands them over as namedtuples or dicts)."""
     if isinstance(params, dict):
         return params.get(name, default)
     return getattr(params, name, default)
@@ -31,10 +32,10 @@ def _answer(decision, verdict: str, reason: str) -> dict:
 async def ask_person(ls, params: Any) -> dict:
     from .policy import PolicyInputError
 
-    op = _param(params, "op", "read")
-    path = _param(params, "path")
-    dest = _param(params, "dest")
-    tool = _param(params, "tool") or "editor"
+    op = param(params, "op", "read")
+    path = param(params, "path")
+    dest = param(params, "dest")
+    tool = param(params, "tool") or "editor"
     policy = ls.tracker.session.policy
     try:
         decision = policy.decide(op, path, dest)

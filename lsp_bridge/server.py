@@ -21,6 +21,7 @@ from pygls.protocol import LanguageServerProtocol
 from pygls.uris import from_fs_path, to_fs_path
 
 from . import __version__
+from .approvals import ask_person, param
 
 log = logging.getLogger("rootguard.lsp")
 
@@ -405,18 +406,12 @@ def _read(path: str) -> str | None:
 # -- requests for the extension ------------------------------------------------
 
 
-def _param(params: Any, name: str, default=None):
-    if isinstance(params, dict):
-        return params.get(name, default)
-    return getattr(params, name, default)
-
-
 @server.feature(EXPLAIN)
 def on_explain(ls: RootGuardServer, params: Any):
     from .policy import PolicyInputError
 
-    raw = _param(params, "path")
-    op = _param(params, "op")
+    raw = param(params, "path")
+    op = param(params, "op")
     if not isinstance(raw, str) or not raw:
         return {"error": "explain needs a path"}
     path = to_fs_path(raw) if raw.startswith("file:") else raw
@@ -440,6 +435,4 @@ def on_inventory(ls: RootGuardServer, params: Any):
 @server.feature(ACCESS)
 async def on_access(ls: RootGuardServer, params: Any):
     """Decide an access for a tool; request-level ones go to a person."""
-    from .approvals import ask_person
-
     return await ask_person(ls, params)

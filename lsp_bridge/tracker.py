@@ -152,17 +152,7 @@ class RootTracker:
 
     def widening_headline(self) -> str:
         change = self.last_change
-        if change is None:
-            return ""
-        lines = []
-        for w in change.widenings:
-            if w.kind == "ancestor":
-                lines.append(
-                    f"{w.folder} widens {', '.join(w.contains)}: it contains the narrow root, which no longer limits anything"
-                )
-            else:
-                lines.append(f"{w.folder} adds a disjoint root (a smaller widening: it contains no existing root)")
-        return "; ".join(lines)
+        return "; ".join(w.describe() for w in change.widenings) if change else ""
 
     def warning_message(self, inventory_lines: Sequence[str] = ()) -> str:
         text = "Root Guard: the agent's file boundary widened. " + self.widening_headline()

@@ -60,8 +60,8 @@ class Widening:
     def describe(self) -> str:
         if self.kind == "ancestor":
             olds = ", ".join(self.contains)
-            return f"{self.folder} contains {olds}: the narrow entry no longer limits anything"
-        return f"{self.folder} is a new, disjoint root"
+            return f"{self.folder} widens {olds}: it contains the narrow root, which no longer limits anything"
+        return f"{self.folder} adds a disjoint root (a smaller widening: it contains no existing root)"
 
 
 @dataclass(frozen=True)

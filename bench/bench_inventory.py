@@ -31,9 +31,9 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 
-from lsp_bridge import inventory as inventory_module  # noqa: E402
-from lsp_bridge.demo_repo import REPO_NAME, build_large_monorepo  # noqa: E402
-from lsp_bridge.inventory import InventoryCache, warm_up  # noqa: E402
+from lsp_bridge.inventory import scan as inventory_module  # noqa: E402
+from lsp_bridge.cli.demo_repo import REPO_NAME, build_large_monorepo  # noqa: E402
+from lsp_bridge.inventory.scan import InventoryCache, warm_up  # noqa: E402
 
 MARKER = ".bench-built"
 
@@ -123,7 +123,7 @@ def peak_rss(repo: str, narrow: str, run: bool) -> float:
     """
     body = (
         "import resource, sys\n"
-        "from lsp_bridge.inventory import inventory, warm_up\n"
+        "from lsp_bridge.inventory.scan import inventory, warm_up\n"
         + (f"r = inventory([{narrow!r}], [{repo!r}])\n" if run else "warm_up()\n")
         + "try:\n"
         "    hwm = [l for l in open('/proc/self/status') if l.startswith('VmHWM:')]\n"
@@ -185,8 +185,8 @@ def main() -> None:
     secret_best, secret_median, seen = timed(add_and_remove_secret, args.repeat)
     assert os.path.join(repo, ".env.local") in [c.path for c in seen.credentials]
 
-    import_ms = fresh_process_ms("import lsp_bridge.inventory")
-    warm_ms = fresh_process_ms("import lsp_bridge.inventory as m\nstarted = time.perf_counter()\n"
+    import_ms = fresh_process_ms("import lsp_bridge.inventory.scan")
+    warm_ms = fresh_process_ms("import lsp_bridge.inventory.scan as m\nstarted = time.perf_counter()\n"
                                "m.warm_up()")
     rss_import = peak_rss(repo, narrow, run=False)
     rss_run = peak_rss(repo, narrow, run=True)
@@ -213,7 +213,7 @@ def main() -> None:
           f"   target <= 50 ms ({listed:.0f} directory listed per update)")
     print(f"{'create .env.local at the root, report, delete':46} {ms(secret_best)} "
           f"{ms(secret_median)}   target <= 50 ms (two updates, one report)")
-    print(f"{'fresh process: import lsp_bridge.inventory':46} {import_ms:8.1f} ms")
+    print(f"{'fresh process: import lsp_bridge.inventory.scan':46} {import_ms:8.1f} ms")
     print(f"{'fresh process: warm_up() after the import':46} {warm_ms:8.1f} ms"
           "   paid by the first report unless warm_up() ran first")
     print(f"{'peak RSS, import + warm_up()':46} {rss_import:8.1f} MB")

@@ -31,9 +31,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import anyio  # noqa: E402
 from mcp import Client, StdioServerParameters  # noqa: E402
 
-from lsp_bridge.audit import AuditLog  # noqa: E402
-from lsp_bridge.file_tools import Caller, FileTools  # noqa: E402
-from lsp_bridge.resolver import resolve  # noqa: E402
+from lsp_bridge.mcp.audit import AuditLog  # noqa: E402
+from lsp_bridge.mcp.file_tools import Caller, FileTools  # noqa: E402
+from lsp_bridge.core.resolver import resolve  # noqa: E402
 
 CONFIG = """version = 2
 [[paths]]
@@ -112,7 +112,7 @@ def per_call(fn, items: list, seconds: float, slices: int = 7) -> float:
 async def server_rate(repo: Path, relatives: list[str], calls: int, env: dict, mode: str,
                       args: list[str] | None = None) -> tuple[float, float]:
     """(read_file calls/s, seconds to connect) over a real stdio session."""
-    args = args or ["-m", "lsp_bridge.cli", "mcp", "--root", str(repo)]
+    args = args or ["-m", "lsp_bridge.cli.main", "mcp", "--root", str(repo)]
     params = StdioServerParameters(command=sys.executable, args=args, env=env, cwd=str(repo.parent))
     started = time.perf_counter()
     async with Client(params, mode=mode) as client:

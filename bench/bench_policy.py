@@ -25,10 +25,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from lsp_bridge.policy import Policy, Target, oracle_inside  # noqa: E402
-from lsp_bridge.scope import Scope  # noqa: E402
-from lsp_bridge.settings import Config, PathRule  # noqa: E402
-from lsp_bridge.union import Candidate, compute_union  # noqa: E402
+from lsp_bridge.core.policy import Policy, Target, oracle_inside  # noqa: E402
+from lsp_bridge.core.scope import Scope  # noqa: E402
+from lsp_bridge.core.settings import Config, PathRule  # noqa: E402
+from lsp_bridge.core.union import Candidate, compute_union  # noqa: E402
 
 
 def build(base: Path, n: int):

@@ -28,8 +28,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from tray import protocol  # noqa: E402
-from tray.client import Target, TrayClient  # noqa: E402
+from lsp_bridge.approvals import protocol  # noqa: E402
+from lsp_bridge.approvals.client import Target, TrayClient  # noqa: E402
 
 TARGET_P50_MS = 5.0
 

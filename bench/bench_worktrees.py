@@ -27,7 +27,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from lsp_bridge.worktrees import (  # noqa: E402
+from lsp_bridge.core.worktrees import (  # noqa: E402
     RACY_WINDOW_NS, cache_info, clear_cache, locate, sibling_worktrees,
 )
 

@@ -2,6 +2,6 @@
 
 import sys
 
-from .stdio import main
+from lsp_bridge.lsp.stdio import main
 
 sys.exit(main(sys.argv[1:]))

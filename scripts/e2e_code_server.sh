@@ -98,7 +98,7 @@ read -r ROOT NARROW < <(cd "$REPO" && "$PYTHON" - "$HOME/src" "${DEMO:-large}" <
 import os, subprocess, sys
 dest, size = sys.argv[1], sys.argv[2]
 try:
-    from lsp_bridge.demo_repo import build_large_monorepo, build_monorepo
+    from lsp_bridge.cli.demo_repo import build_large_monorepo, build_monorepo
     demo = build_large_monorepo(dest) if size == "large" else build_monorepo(dest)
     print(demo.repo, demo.narrow)
 except ImportError:  # a tiny stand-in: one package and a .env at the root

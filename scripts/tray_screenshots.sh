@@ -76,7 +76,7 @@ for _ in $(seq 200); do [[ -S $SOCK ]] && break; sleep 0.1; done
 # The driver: two sessions with their status; a pending request once $WORK/ask exists.
 cat >"$WORK/driver.py" <<'EOF'
 import asyncio, os, sys
-from tray.client import Target, TrayClient
+from lsp_bridge.approvals.client import Target, TrayClient
 
 sock, work = sys.argv[1], sys.argv[2]
 SHOP = "/Users/dev/shop"

@@ -7,8 +7,8 @@ import os
 import stat
 from pathlib import Path
 
-from lsp_bridge import audit
-from lsp_bridge.audit import AuditLog, Follower, read_records
+from lsp_bridge.mcp import audit
+from lsp_bridge.mcp.audit import AuditLog, Follower, read_records
 
 
 def a_record(n: int, **extra) -> dict:

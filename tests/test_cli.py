@@ -12,7 +12,7 @@ from tests.conftest import git, make_repo
 
 
 def rootguard(*args, check=True):
-    result = subprocess.run([sys.executable, "-m", "lsp_bridge.cli", *args], capture_output=True, text=True, timeout=120)
+    result = subprocess.run([sys.executable, "-m", "lsp_bridge.cli.main", *args], capture_output=True, text=True, timeout=120)
     if check:
         assert result.returncode == 0, result.stderr
     return result

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from lsp_bridge.config import (
+from lsp_bridge.core.config import (
     MAX_CONFIG_BYTES,
     ConfigKeeper,
     config_candidates,
@@ -17,7 +17,7 @@ from lsp_bridge.config import (
     parse_file,
     user_config_path,
 )
-from lsp_bridge.settings import DENY_ALL
+from lsp_bridge.core.settings import DENY_ALL
 
 
 @pytest.fixture

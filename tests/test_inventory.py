@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from lsp_bridge.demo_repo import DELETED_SECRET, DEPLOY_ROLE, build_monorepo
-from lsp_bridge.inventory import InventoryCache, inventory
-from lsp_bridge.secrets_scan import (
+from lsp_bridge.cli.demo_repo import DELETED_SECRET, DEPLOY_ROLE, build_monorepo
+from lsp_bridge.inventory.scan import InventoryCache, inventory
+from lsp_bridge.inventory.secrets import (
     CREDENTIAL_NAME_HINT,
     count_credentials,
     is_credential_name,
@@ -301,7 +301,7 @@ def test_a_history_git_cannot_read_is_unknown_not_empty(tmp_path):
 
 
 def test_importing_is_cheap_and_warm_up_loads_the_detectors():
-    code = ("import sys\nimport lsp_bridge.inventory as inventory\n"
+    code = ("import sys\nimport lsp_bridge.inventory.scan as inventory\n"
             "print('detect_secrets' in sys.modules)\ninventory.warm_up()\ninventory.warm_up()\n"
             "print('detect_secrets' in sys.modules)\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,

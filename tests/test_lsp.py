@@ -13,7 +13,7 @@ from lsprotocol import types
 from pygls.uris import from_fs_path
 from pytest_lsp import ClientServerConfig, LanguageClient
 
-from lsp_bridge.demo_repo import build_monorepo
+from lsp_bridge.cli.demo_repo import build_monorepo
 from tests.conftest import git, make_repo
 
 SERVER = [sys.executable, "-m", "lsp_bridge"]
@@ -233,7 +233,7 @@ async def test_migrate_code_action_applies_the_migration(client, tmp_path):
     )
     action = next(a for a in actions if a.title == "Migrate to version 2")
     new_text = action.edit.changes[uri][0].new_text
-    from lsp_bridge.migrate import migrate_text
+    from lsp_bridge.core.migrate import migrate_text
 
     assert new_text == migrate_text(text, str(config)).new_text
     assert "# keep this comment" in new_text and "version = 2" in new_text
@@ -375,7 +375,7 @@ def raw_initialize(env_value: str, params: dict) -> dict:
     import json
     import subprocess
 
-    from lsp_bridge.stdio import frame, read_message
+    from lsp_bridge.lsp.stdio import frame, read_message
 
     env = dict(os.environ, ROOTGUARD_LSP_EARLY_INIT=env_value)
     proc = subprocess.Popen(SERVER, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env)

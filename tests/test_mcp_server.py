@@ -1,6 +1,6 @@
 """``rootguard mcp`` end to end: the mcp SDK's client over stdio against the real server process.
 
-Each test builds a repository in tmp_path and talks to ``python -m lsp_bridge.cli mcp``
+Each test builds a repository in tmp_path and talks to ``python -m lsp_bridge.cli.main mcp``
 (``rootguard mcp``) exactly as an MCP host would: tools/list, tools/call, roots,
 elicitation. Approvals use the real tray broker, headless, on a private socket.
 """
@@ -26,11 +26,11 @@ import pytest
 from tests.trayproc import start_tray, stop
 from mcp import Client, StdioServerParameters
 
-from lsp_bridge.audit import read_records
+from lsp_bridge.mcp.audit import read_records
 from tests.conftest import make_repo
 
 REPO = Path(__file__).resolve().parents[1]
-SERVER = ["-m", "lsp_bridge.cli", "mcp"]  # what `rootguard mcp` runs
+SERVER = ["-m", "lsp_bridge.cli.main", "mcp"]  # what `rootguard mcp` runs
 SECRET = "sk_live_51Hq0ExampleNotARealKey"
 P = "orders-api"
 CONFIG = """version = 2
@@ -440,7 +440,7 @@ def test_relative_root_is_refused(ws):
 
 
 def test_project_ids_are_stable_and_never_reused_for_another_folder(tmp_path):
-    from lsp_bridge.file_tools import assign_project_ids
+    from lsp_bridge.mcp.file_tools import assign_project_ids
 
     taken: dict[str, str] = {}
     assert assign_project_ids(["/a/api", "/b/api", "/c/web"], taken) == {"api": "/a/api", "api-2": "/b/api", "web": "/c/web"}
@@ -449,7 +449,7 @@ def test_project_ids_are_stable_and_never_reused_for_another_folder(tmp_path):
 
 
 def test_linked_worktrees_of_the_first_root_are_projects_too(ws):
-    from lsp_bridge.file_tools import FileTools
+    from lsp_bridge.mcp.file_tools import FileTools
     from tests.conftest import git
 
     feature = ws["base"] / "orders-api-feature"

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from lsp_bridge.config import load_config, user_config_path
-from lsp_bridge.migrate import main_migrate, migrate_text, needs_migration, write_migration
-from lsp_bridge.paths import canonical
+from lsp_bridge.core.config import load_config, user_config_path
+from lsp_bridge.core.migrate import main_migrate, migrate_text, needs_migration, write_migration
+from lsp_bridge.core.paths import canonical
 
 V1 = """# Root Guard settings for this checkout
 # (kept by the platform team)

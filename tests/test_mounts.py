@@ -9,14 +9,14 @@ from pathlib import Path
 
 import pytest
 
-from lsp_bridge.mounts import (
+from lsp_bridge.inventory.mounts import (
     MountSuggestion,
     Reconciliation,
     mounts_from_mcp_configs,
     reconcile,
     strip_jsonc,
 )
-from lsp_bridge.settings import Mount
+from lsp_bridge.core.settings import Mount
 
 
 def write(path: Path, text: str = "{}") -> Path:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from lsp_bridge.demo_repo import build_monorepo
+from lsp_bridge.cli.demo_repo import build_monorepo
 
 NVIM = shutil.which("nvim")
 SCRIPT = Path(__file__).parent / "nvim" / "widening.lua"

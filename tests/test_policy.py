@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from lsp_bridge.session import open_session
+from lsp_bridge.core.session import open_session
 from tests.conftest import git, make_repo
 
 

@@ -10,9 +10,9 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from lsp_bridge.policy import Policy
-from lsp_bridge.scope import build_scope
-from lsp_bridge.settings import Config
+from lsp_bridge.core.policy import Policy
+from lsp_bridge.core.scope import build_scope
+from lsp_bridge.core.settings import Config
 
 NAMES = ["a", "b", "c", "root", "root2", "root_evil"]
 segment = st.sampled_from(NAMES + ["..", "."])

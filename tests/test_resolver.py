@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lsp_bridge.resolver import CODES, Resolved, ResolveError, resolve, resolve_in_projects
+from lsp_bridge.core.resolver import CODES, Resolved, ResolveError, resolve, resolve_in_projects
 
 
 def refused(code: str, root, relative, **kwargs) -> ResolveError:

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from lsp_bridge import safe_io
-from lsp_bridge.file_tools import Caller, FileTools, ToolError
-from lsp_bridge.safe_io import SafeIOError
+from lsp_bridge.mcp import safe_io
+from lsp_bridge.mcp.file_tools import Caller, FileTools, ToolError
+from lsp_bridge.mcp.safe_io import SafeIOError
 
 
 @pytest.fixture

@@ -2,10 +2,10 @@
 
 import pytest
 
-from tray import protocol
-from tray.approvals import ApprovalQueue, QueueError, Requester
+from lsp_bridge.approvals import protocol
+from lsp_bridge.approvals.queue import ApprovalQueue, QueueError, Requester
 from tray.icons import icon_state
-from tray.protocol import AccessRequest, Target
+from lsp_bridge.approvals.protocol import AccessRequest, Target
 from tray.sessions import SessionRegistry, describe
 
 

@@ -6,8 +6,8 @@ import stat
 import pytest
 import tomlkit
 
-from lsp_bridge.config import parse_file
-from lsp_bridge.grants import GrantError, write_always_rule
+from lsp_bridge.core.config import parse_file
+from lsp_bridge.core.grants import GrantError, write_always_rule
 
 USER_TEXT = """\
 # My Root Guard settings — keep this comment

@@ -5,8 +5,8 @@ import time
 
 import pytest
 
-from tray import protocol
-from tray.protocol import MAX_FRAME, FrameReader, ProtocolError
+from lsp_bridge.approvals import protocol
+from lsp_bridge.approvals.protocol import MAX_FRAME, FrameReader, ProtocolError
 
 
 def frame(obj) -> bytes:

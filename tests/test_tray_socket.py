@@ -19,9 +19,9 @@ import pytest
 
 from tests.trayproc import REPO, STARTUP_LIMIT, start_tray, stop, tray_env
 
-from tray import protocol
-from tray.client import Target, TrayClient
-from tray.paths import RuntimeDirError, ensure_private_dir, socket_path
+from lsp_bridge.approvals import protocol
+from lsp_bridge.approvals.client import Target, TrayClient
+from lsp_bridge.approvals.runtime import RuntimeDirError, ensure_private_dir, socket_path
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 

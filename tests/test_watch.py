@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 
-from lsp_bridge.watch import WATCH_BUDGET, Watcher, plan_watches
+from lsp_bridge.lsp.watch import WATCH_BUDGET, Watcher, plan_watches
 
 
 def test_the_plan_is_bounded_on_a_wide_tree(tmp_path):

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from lsp_bridge import worktrees
-from lsp_bridge.worktrees import (
+from lsp_bridge.core import worktrees
+from lsp_bridge.core.worktrees import (
     locate,
     locate_with_fallback,
     sibling_checkouts,

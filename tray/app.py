@@ -10,14 +10,14 @@ from PySide6.QtCore import QObject, QTimer
 from PySide6.QtGui import QFont
 from PySide6.QtWidgets import QMenu, QSystemTrayIcon
 
-from lsp_bridge.grants import GrantError, write_always_rule
+from lsp_bridge.core.grants import GrantError, write_always_rule
 
-from .approvals import Pending
-from .broker import Broker
-from .icons import STATES, icon_state, load_icon, tooltip
-from .prompt import DEFAULT_KEY_GUARD_MS, ApprovalPrompt
-from .sessions import describe
-from .window import ANSWER_TEXT, MainWindow, clock_text, paths_text
+from lsp_bridge.approvals.queue import Pending
+from tray.broker import Broker
+from tray.icons import STATES, icon_state, load_icon, tooltip
+from tray.prompt import DEFAULT_KEY_GUARD_MS, ApprovalPrompt
+from tray.sessions import describe
+from tray.window import ANSWER_TEXT, MainWindow, clock_text, paths_text
 
 NO_TRAY = (
     "No system tray is available on this desktop (on GNOME, install and enable the "

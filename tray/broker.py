@@ -20,12 +20,12 @@ from . import qtcompat  # noqa: F401  (first: guards PySide6 6.12 on Python 3.11
 from PySide6.QtCore import QObject, Qt, QTimer
 from PySide6.QtNetwork import QLocalServer, QLocalSocket
 
-from . import protocol
-from .approvals import Answer, ApprovalQueue, Pending, QueueError, Requester
-from .hooks import Hook
-from .paths import ensure_private_dir, lock_path, peer_uid
-from .protocol import ProtocolError
-from .sessions import SessionRegistry
+from lsp_bridge.approvals import protocol
+from lsp_bridge.approvals.queue import Answer, ApprovalQueue, Pending, QueueError, Requester
+from tray.hooks import Hook
+from lsp_bridge.approvals.runtime import ensure_private_dir, lock_path, peer_uid
+from lsp_bridge.approvals.protocol import ProtocolError
+from tray.sessions import SessionRegistry
 
 log = logging.getLogger("rootguard.tray.broker")
 

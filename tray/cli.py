@@ -8,7 +8,7 @@ import shutil
 import signal
 import sys
 
-from .paths import socket_path
+from lsp_bridge.approvals.runtime import socket_path
 
 AUTOSTART_NAME = "rootguard-tray.desktop"
 DEFAULT_TIMEOUT = 30.0
@@ -58,7 +58,7 @@ def _has_display() -> bool:
 
 
 def run(args, path: str) -> int:
-    from .broker import BrokerError, acquire_single_instance
+    from tray.broker import BrokerError, acquire_single_instance
 
     try:
         lock = acquire_single_instance(path)
@@ -100,18 +100,18 @@ def _application(headless: bool):
 
 
 def _broker(args, path: str):
-    from .approvals import ApprovalQueue
-    from .broker import Broker
+    from lsp_bridge.approvals.queue import ApprovalQueue
+    from tray.broker import Broker
 
     timeout = args.timeout if args.timeout is not None else user_timeout()
     return Broker(path, queue=ApprovalQueue(timeout), auto_answer=args.auto_answer)
 
 
 def _ui(args, broker):
-    from lsp_bridge.config import user_config_path
+    from lsp_bridge.core.config import user_config_path
 
-    from .app import TrayApp
-    from .prompt import DEFAULT_KEY_GUARD_MS
+    from tray.app import TrayApp
+    from tray.prompt import DEFAULT_KEY_GUARD_MS
 
     guard = args.key_guard_ms if args.key_guard_ms is not None else DEFAULT_KEY_GUARD_MS
     ui = TrayApp(broker, user_config=user_config_path(), key_guard_ms=guard,
@@ -123,7 +123,7 @@ def _ui(args, broker):
 
 def user_timeout() -> float:
     """``[approvals] timeout_seconds`` from the user configuration, else 30 s."""
-    from lsp_bridge.config import load_config
+    from lsp_bridge.core.config import load_config
 
     try:
         result = load_config(None)

@@ -26,8 +26,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from .approvals import Pending
-from .hooks import Hook
+from lsp_bridge.approvals.queue import Pending
+from tray.hooks import Hook
 
 DEFAULT_KEY_GUARD_MS = 600
 PROMPT_WIDTH = 820

@@ -13,7 +13,7 @@ import os
 import time
 from dataclasses import dataclass, field
 
-from .protocol import Hello
+from lsp_bridge.approvals.protocol import Hello
 
 SECTION_LIMIT = 200  # lines per section in the window (the menu shows fewer)
 

@@ -23,10 +23,10 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from .approvals import MissedRecord
-from .broker import Broker
-from .hooks import Hook
-from .sessions import describe
+from lsp_bridge.approvals.queue import MissedRecord
+from tray.broker import Broker
+from tray.hooks import Hook
+from tray.sessions import describe
 
 ANSWER_TEXT = {
     "allow_once": "allowed once",

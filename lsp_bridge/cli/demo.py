@@ -1,0 +1,61 @@
+"""``rootguard demo``: the main job on a built-in monorepo, no editor needed.
+
+Builds a small pnpm-style monorepo in a temporary directory, opens the narrow
+package folder as an editor would, then adds the repository root and prints
+what that hands over: the effective roots before and after, the shadowed
+entry, the linked worktree, and the widening report.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+
+from lsp_bridge.cli.demo_repo import build_monorepo
+from lsp_bridge.inventory.scan import inventory
+from lsp_bridge.inventory.report import format_roots, roots_report
+from lsp_bridge.core.session import open_session
+
+
+def run_demo(*, keep: bool = False, as_json: bool = False) -> int:
+    workdir = tempfile.mkdtemp(prefix="rootguard-demo-")
+    try:
+        demo = build_monorepo(workdir)
+        user_config = os.path.join(workdir, "user-config.toml")  # never the real user's file
+        with open(user_config, "w", encoding="utf-8") as handle:
+            handle.write("# Root Guard demo: an empty user configuration\nversion = 2\n")
+        env = {"ROOTGUARD_CONFIG": user_config}
+        narrow = open_session([demo.narrow], env=env)
+        wide = open_session([demo.narrow, demo.repo], env=env)
+        report = inventory(narrow.scope.union.paths, wide.scope.union.paths)
+        widenings = wide.scope.union.widenings_from(narrow.scope.union)
+        if as_json:
+            out = {
+                "narrow": roots_report(narrow, with_mounts=False),
+                "wide": roots_report(wide, with_mounts=False),
+                "widening": [w.to_json() for w in widenings],
+                "inventory": report.to_json(),
+            }
+            print(json.dumps(out, indent=2))
+            return 0
+        print(f"Demo monorepo built in {workdir}\n")
+        print(f"1. The editor opens {demo.narrow}")
+        print(_indent(format_roots(roots_report(narrow, with_mounts=False))))
+        print(f"\n2. The engineer adds the repository root {demo.repo}")
+        print(_indent(format_roots(roots_report(wide, with_mounts=False))))
+        print("\n3. Root Guard's widening warning:")
+        for widening in widenings:
+            print(f"   ⚠ {widening.describe()}")
+        print(_indent("\n".join(report.describe())))
+        if keep:
+            print(f"\n(kept {workdir})")
+        return 0
+    finally:
+        if not keep:
+            shutil.rmtree(workdir, ignore_errors=True)
+
+
+def _indent(text: str, pad: str = "   ") -> str:
+    return "\n".join(pad + line if line else line for line in text.splitlines())

@@ -1,0 +1,234 @@
+"""Persistent grants: an "always allow" answer becomes a ``[[paths]]`` rule in the user file.
+
+Only the user configuration file is ever written (seed 001: persistent grants
+belong only in user-level configuration; a project file is refused). The file
+is edited with tomlkit so the user's comments and formatting survive, checked
+with the configuration validator before it replaces the old one, written
+atomically (a temporary file in the same directory, then ``os.replace``) and
+left with mode 0600. A missing file is created with ``version = 2``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import tempfile
+import time
+from collections import Counter
+from typing import Mapping
+
+import tomlkit
+from tomlkit.exceptions import TOMLKitError
+from tomlkit.items import AoT
+
+from lsp_bridge.core.config import parse_text, user_config_path
+from lsp_bridge.core.settings import VERDICTS
+
+POLICY_NAMES = ("read", "write", "delete")
+FIELDS = ("id", "path", "policies", "includes", "excludes", "follow_symlinks", "comment")
+PROJECT_FILE_NAME = ".rootguard.toml"
+
+
+class GrantError(ValueError):
+    """The rule was not written; the message names the file or field and why."""
+
+
+def write_always_rule(user_config: str, rule_fields: Mapping) -> str:
+    """Append one ``[[paths]]`` rule to the user configuration file; return its id.
+
+    ``rule_fields``: ``path`` (absolute), ``policies`` (``{"read"|"write"|"delete":
+    "allow"|"request"|"deny"}``, at least one), and optionally ``id``, ``includes``,
+    ``excludes``, ``follow_symlinks`` and ``comment`` (written after the table
+    header). An identical rule already present is not duplicated: its id is
+    returned. Raises ``GrantError`` and leaves the file untouched otherwise.
+    """
+    target = _user_file(user_config)
+    fields = _checked_fields(rule_fields)
+    old_text = _read(target)
+    rules = _paths_array(_parse(old_text, target), target) if old_text is not None else []
+    same = _identical(rules, fields)
+    if same is not None:
+        return same
+    ids = {str(r.get("id")) for r in rules}
+    rule_id = fields.get("id") or _new_id(fields, ids)
+    if rule_id in ids:
+        raise GrantError(f"{target}: a [[paths]] rule with id {rule_id!r} already exists")
+    new_text = _appended(old_text, _rule_text(rule_id, fields))
+    _check_result(new_text, old_text, target, rule_id, fields)
+    _atomic_write(target, new_text)
+    return rule_id
+
+
+def default_user_config() -> str:
+    """The user configuration file this user's grants go to."""
+    return user_config_path()
+
+
+# ---------------------------------------------------------------------------
+
+
+def _user_file(given: str) -> str:
+    """The real file behind ``given``, refusing anything but the user configuration."""
+    if not isinstance(given, str) or not os.path.isabs(given):
+        raise GrantError(f"user configuration path must be absolute, got {given!r}")
+    expected = user_config_path()
+    if os.path.basename(given) == PROJECT_FILE_NAME or os.path.realpath(given) != os.path.realpath(expected):
+        raise GrantError(
+            f"{given}: persistent grants are written only to the user configuration file ({expected})"
+        )
+    return os.path.realpath(given)  # a symlinked dotfile keeps its link
+
+
+def _checked_fields(raw: Mapping) -> dict:
+    if not isinstance(raw, Mapping):
+        raise GrantError("rule fields must be a mapping")
+    unknown = sorted(set(raw) - set(FIELDS))
+    if unknown:
+        raise GrantError(f"unknown rule field(s): {', '.join(map(str, unknown))}")
+    path = raw.get("path")
+    if not isinstance(path, str) or not os.path.isabs(path) or "\x00" in path:
+        raise GrantError(f"rule field 'path' must be an absolute path, got {path!r}")
+    policies = raw.get("policies")
+    if not isinstance(policies, Mapping) or not policies:
+        raise GrantError("rule field 'policies' must name at least one of read, write, delete")
+    for name, verdict in policies.items():
+        if name not in POLICY_NAMES or verdict not in VERDICTS:
+            raise GrantError(f"rule field 'policies.{name}' must be one of {', '.join(VERDICTS)} for read, write or delete")
+    fields = {"path": path, "policies": {n: policies[n] for n in POLICY_NAMES if n in policies}}
+    for name in ("includes", "excludes"):
+        value = raw.get(name)
+        if value is not None:
+            if not isinstance(value, (list, tuple)) or not all(isinstance(p, str) and p for p in value):
+                raise GrantError(f"rule field {name!r} must be a list of patterns")
+            fields[name] = list(value)
+    for name, kind in (("follow_symlinks", bool), ("id", str), ("comment", str)):
+        value = raw.get(name)
+        if value is not None:
+            if not isinstance(value, kind) or (kind is str and not value.strip()):
+                raise GrantError(f"rule field {name!r} must be a {'boolean' if kind is bool else 'non-empty string'}")
+            fields[name] = value
+    if "\n" in fields.get("comment", "") or "\r" in fields.get("comment", ""):
+        raise GrantError("rule field 'comment' must be one line")
+    return fields
+
+
+def _read(path: str) -> str | None:
+    try:
+        with open(path, encoding="utf-8") as handle:
+            return handle.read()
+    except FileNotFoundError:
+        return None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise GrantError(f"{path}: cannot read the user configuration ({type(exc).__name__})") from None
+
+
+def _parse(text: str, path: str) -> tomlkit.TOMLDocument:
+    try:
+        return tomlkit.parse(text)
+    except TOMLKitError:
+        raise GrantError(f"{path}: invalid TOML; fix it before a rule can be added") from None
+
+
+def _appended(old_text: str | None, rule_text: str) -> str:
+    """The file with the rule added at its end: every existing byte stays as it was."""
+    if old_text is None:
+        return "# Root Guard user configuration\nversion = 2\n\n" + rule_text
+    if old_text and not old_text.endswith("\n"):
+        old_text += "\n"
+    return old_text + ("\n" if old_text.strip() else "") + rule_text
+
+
+def _paths_array(document, path: str) -> list:
+    rules = document.get("paths")
+    if rules is None:
+        return []
+    if not isinstance(rules, AoT):
+        raise GrantError(f"{path}: 'paths' is not an array of tables ([[paths]]); cannot append a rule")
+    return list(rules)
+
+
+def _identical(rules: AoT, fields: dict) -> str | None:
+    wanted = {k: v for k, v in fields.items() if k not in ("id", "comment")}
+    for rule in rules:
+        plain = {k: v for k, v in rule.unwrap().items() if k != "id"}
+        if plain == wanted and isinstance(rule.get("id"), str):
+            return str(rule["id"])
+    return None
+
+
+def _new_id(fields: dict, taken: set[str]) -> str:
+    digest = hashlib.sha256(fields["path"].encode()).hexdigest()[:10]
+    base = f"tray-{'-'.join(fields['policies'])}-{digest}"
+    rule_id, n = base, 2
+    while rule_id in taken:
+        rule_id, n = f"{base}-{n}", n + 1
+    return rule_id
+
+
+def _rule_text(rule_id: str, fields: dict) -> str:
+    """The rule as TOML, rendered by tomlkit: ``[[paths]] # note`` and its keys."""
+    table = tomlkit.table()
+    table["id"] = rule_id
+    table["path"] = fields["path"]
+    policies = tomlkit.inline_table()
+    policies.update(fields["policies"])
+    table["policies"] = policies
+    for name in ("includes", "excludes", "follow_symlinks"):
+        if name in fields:
+            table[name] = fields[name]
+    table.comment(fields.get("comment") or f"added by the Root Guard tray on {time.strftime('%Y-%m-%d %H:%M')}")
+    document = tomlkit.document()
+    document["paths"] = tomlkit.aot()
+    document["paths"].append(table)
+    return tomlkit.dumps(document)
+
+
+def _check_result(new_text: str, old_text: str | None, path: str, rule_id: str, fields: dict) -> None:
+    """The new file must parse, end with exactly our rule, and add no configuration error."""
+    rules = _paths_array(_parse(new_text, path), path)
+    last = rules[-1].unwrap() if rules else {}
+    expected = {k: v for k, v in fields.items() if k != "comment"} | {"id": rule_id}
+    if last != expected:
+        raise GrantError(f"{path}: the rule could not be appended cleanly; nothing written")
+
+    def errors(text: str) -> Counter:
+        parsed = parse_text(text, path, source="user", base_dir=None)
+        return Counter((d.code, d.message) for d in parsed.diagnostics if d.severity == "error")
+
+    added = errors(new_text) - (errors(old_text) if old_text is not None else Counter())
+    if added:
+        codes = ", ".join(sorted({code for code, _ in added}))
+        raise GrantError(f"{path}: the new rule would make the configuration invalid ({codes}); nothing written")
+
+
+def _atomic_write(path: str, text: str) -> None:
+    directory = os.path.dirname(path)
+    os.makedirs(directory, mode=0o700, exist_ok=True)
+    fd, temp = tempfile.mkstemp(prefix=".config-", suffix=".tmp", dir=directory)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fchmod(handle.fileno(), 0o600)
+            os.fsync(handle.fileno())
+        os.replace(temp, path)
+    except BaseException:
+        try:
+            os.unlink(temp)
+        except FileNotFoundError:
+            pass
+        raise
+    _fsync_dir(directory)
+
+
+def _fsync_dir(directory: str) -> None:
+    try:
+        fd = os.open(directory, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)

@@ -1,0 +1,344 @@
+"""The one policy engine: allow, request or deny, for every consumer.
+
+Decisions follow PRODUCT.md "Decision semantics" (seed 001):
+
+* ``[[paths]]`` rules are authoritative; with no matching rule a path is
+  allowed inside the host baseline (``scope.Scope.union``) and denied outside.
+* Exact file rules outrank directory rules; then the deepest anchor; then the
+  longest literal prefix of the matching include. Ties: deny, request, allow.
+* read/list/hash need ``read``; write and metadata need ``write``; delete needs
+  ``delete`` (which inherits ``write``); rename needs ``delete`` on the source
+  and ``write`` on the destination.
+* A project-file ``allow`` outside the host baseline is reduced to ``request``.
+* A symbolic link and its target are both decided; the rule governing the link
+  must enable ``follow_symlinks`` (with no rule, links are followed inside the
+  baseline unless version 1 said ``follow_symlinks = false``).
+* Mutating an active configuration file is at least ``request``.
+* With ``worktrees = "request"`` any non-deny decision inside a sibling
+  checkout becomes ``request``.
+* An absolute path selects the root that contains it (the deepest folder); a
+  relative path uses the first root; a call spanning roots whose policies
+  differ is denied. A batch is decided whole: one deny denies it, one request
+  makes all of it wait for approval.
+
+``decide_target`` is a pure function of (configuration, scope, resolved path,
+operation). ``decide`` adds the one piece of I/O, resolving symbolic links.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from dataclasses import dataclass
+from typing import Iterable, Sequence
+
+from lsp_bridge.core.paths import fold, is_within, realpath
+from lsp_bridge.core.rules import RuleSet
+from lsp_bridge.core.scope import Scope
+from lsp_bridge.core.settings import Config, PathRule
+
+_ = PathRule  # re-exported for callers building rules
+
+OPERATIONS = ("read", "write", "delete", "rename", "metadata")
+_NEEDS = {"read": "read", "write": "write", "metadata": "write", "delete": "delete"}
+_MUTATING = {"write", "metadata", "delete", "rename"}
+_STRICTNESS = {"allow": 0, "request": 1, "deny": 2}
+
+
+class PolicyInputError(ValueError):
+    """A request the engine cannot even consider (bad op, empty path...)."""
+
+
+@dataclass(frozen=True)
+class Decision:
+    decision: str  # allow | request | deny
+    path: str  # canonical
+    op: str
+    rule: str | None
+    reason: str
+    rule_source: str | None = None
+    root: str | None = None  # the selected root
+    dest: "Decision | None" = None  # rename: the destination's decision
+
+    @property
+    def allowed(self) -> bool:
+        return self.decision == "allow"
+
+    def to_json(self) -> dict:
+        data = {
+            "decision": self.decision,
+            "path": self.path,
+            "rule": self.rule,
+            "reason": self.reason,
+            "op": self.op,
+            "rule_source": self.rule_source,
+        }
+        if self.dest is not None:
+            data["dest"] = self.dest.to_json()
+        return data
+
+
+@dataclass(frozen=True)
+class BatchDecision:
+    decision: str
+    items: tuple[Decision, ...]
+    reason: str
+
+    @property
+    def pending(self) -> tuple[Decision, ...]:
+        return tuple(d for d in self.items if d.decision == "request")
+
+    def to_json(self) -> dict:
+        return {"decision": self.decision, "reason": self.reason, "items": [d.to_json() for d in self.items]}
+
+
+@dataclass(frozen=True)
+class Target:
+    """A path as the engine sees it: canonical, plus where each link on the way sits."""
+
+    canonical: str
+    links: tuple[str, ...] = ()  # canonical locations of the symbolic links traversed
+    loop: bool = False  # resolution met a symbolic link loop: nothing to authorize
+
+
+# ---------------------------------------------------------------------------
+# The engine
+
+
+class Policy:
+    """Decides accesses for one session: its scope and each root's configuration.
+
+    ``configs`` pairs each editor folder with the configuration loaded for it
+    (user file, its project file, environment). Folders sharing a project file
+    share a policy.
+    """
+
+    def __init__(self, scope: Scope, configs: Sequence[tuple[str, Config]]):
+        if not configs:
+            raise ValueError("a policy needs at least one configuration")
+        self.scope = scope
+        self._rulesets: dict[int, RuleSet] = {}
+        self._roots: list[tuple[str, RuleSet]] = []
+        by_identity: dict[str | None, RuleSet] = {}
+        for root, config in configs:
+            ident = config.identity  # the same project file (or none): the same policy
+            ruleset = by_identity.get(ident) or RuleSet(config, scope)
+            by_identity[ident] = ruleset
+            self._roots.append((root, ruleset))
+        self._request_checkouts = tuple(fold(c) for c in scope.request_checkouts())
+        self._given = tuple(
+            (os.path.normpath(e.given), e.path) for e in scope.union.entries if os.path.normpath(e.given) != e.path
+        )
+
+    # -- root selection ------------------------------------------------------
+
+    def select(self, path: str) -> tuple[str, RuleSet]:
+        """The deepest root containing ``path``; the first root otherwise."""
+        if len(self._roots) == 1:
+            return self._roots[0]
+        best = None
+        key = fold(path)
+        for root, ruleset in self._roots:
+            if is_within(key, fold(root)) and (best is None or len(root) > len(best[0])):
+                best = (root, ruleset)
+        return best or self._roots[0]
+
+    def absolute(self, path: str) -> str:
+        """``path`` made absolute: a relative path is taken from the first root.
+
+        ``..`` is left for resolution: after a symbolic link it climbs from the
+        link's target, as the kernel does, not from where the link sits.
+        """
+        if not isinstance(path, str) or not path or "\x00" in path:
+            raise PolicyInputError(f"invalid path {path!r}")
+        if not os.path.isabs(path):
+            path = os.path.join(self._roots[0][0], path)
+        return _squash_slashes(path)
+
+    # -- resolution (the only I/O) --------------------------------------------
+
+    def resolve(self, path: str) -> Target:
+        """Canonicalise ``path``, recording every symbolic link met on the way."""
+        lexical = self.absolute(path)
+        for given, real in self._given:  # a root named through a link is trusted as named
+            if is_within(lexical, given):
+                lexical = real + lexical[len(given):]
+                break
+        try:
+            real = realpath(lexical, loops=True)
+        except OSError:  # a symbolic link loop
+            return Target(lexical, loop=True)
+        if real == lexical:
+            return Target(real)
+        return Target(real, tuple(_links_on_the_way(lexical)))
+
+    # -- decisions -----------------------------------------------------------
+
+    def decide(self, op: str, path: str, dest: str | None = None) -> Decision:
+        if op not in OPERATIONS:
+            raise PolicyInputError(f"unknown operation {op!r} (expected one of {', '.join(OPERATIONS)})")
+        if op == "rename":
+            if dest is None:
+                raise PolicyInputError("rename needs a destination")
+            return self.decide_rename(self.resolve(path), self.resolve(dest))
+        return self.decide_target(op, self.resolve(path))
+
+    def decide_rename(self, source: Target, dest: Target) -> Decision:
+        src = self.decide_target("delete", source, reported_op="rename")
+        dst = self.decide_target("write", dest, reported_op="rename")
+        span = self.span_conflict([source.canonical, dest.canonical])
+        if span:
+            return Decision("deny", src.path, "rename", None, span, None, src.root, dst)
+        worst = max((src, dst), key=lambda d: _STRICTNESS[d.decision])
+        reason = f"source: {src.reason}; destination: {dst.reason}"
+        return Decision(worst.decision, src.path, "rename", worst.rule, reason, worst.rule_source, src.root, dst)
+
+    def decide_target(self, op: str, target: Target, *, reported_op: str | None = None) -> Decision:
+        """Pure decision for an already-resolved target."""
+        need = _NEEDS[op]
+        root, ruleset = self.select(target.canonical)
+        shown_op = reported_op or op
+        if target.loop:
+            return Decision("deny", target.canonical, shown_op, None, "a symbolic link loop: the path cannot be resolved", None, root)
+        verdict, rule, reason = self._decide_point(target.canonical, need, ruleset, op)
+        if target.links and verdict != "deny":
+            for link in target.links:
+                link_root, link_rules = self.select(link)
+                lv, lrule, lreason = self._decide_point(link, need, link_rules, op)
+                if lv == "deny":
+                    verdict, rule, reason = "deny", lrule, f"the symbolic link {link} is not authorized: {lreason}"
+                    break
+                if not self._may_follow(link, need, link_rules):
+                    verdict, rule = "deny", lrule
+                    reason = f"{link} is a symbolic link and the rule governing it does not set follow_symlinks"
+                    break
+                if _STRICTNESS[lv] > _STRICTNESS[verdict]:
+                    verdict, rule, reason = lv, lrule, f"through the symbolic link {link}: {lreason}"
+        return Decision(verdict, target.canonical, shown_op, rule.id if rule else None, reason,
+                        rule.source if rule else None, root)
+
+    def decide_batch(self, items: Iterable[tuple[str, str] | tuple[str, str, str | None]]) -> BatchDecision:
+        """Decide every item before anything happens; the batch stands or falls whole."""
+        decisions: list[Decision] = []
+        paths: list[str] = []
+        for item in items:
+            op, path, dest = (*item, None)[:3]
+            decision = self.decide(op, path, dest)
+            decisions.append(decision)
+            paths.append(decision.path)
+            if decision.dest is not None:
+                paths.append(decision.dest.path)
+        if not decisions:
+            return BatchDecision("deny", (), "an empty batch decides nothing")
+        span = self.span_conflict(paths)
+        if span:
+            return BatchDecision("deny", tuple(decisions), span)
+        denied = [d for d in decisions if d.decision == "deny"]
+        if denied:
+            return BatchDecision("deny", tuple(decisions), f"{denied[0].path} is denied: {denied[0].reason}")
+        pending = [d for d in decisions if d.decision == "request"]
+        if pending:
+            return BatchDecision("request", tuple(decisions), f"{len(pending)} of {len(decisions)} targets need approval")
+        return BatchDecision("allow", tuple(decisions), "every target is allowed")
+
+    # -- internals -----------------------------------------------------------
+
+    def _decide_point(self, path: str, need: str, ruleset: RuleSet, op: str):
+        key = fold(path)
+        win = ruleset.winner(key, need)
+        if win is not None:
+            compiled, verdict = win
+            rule = compiled.rule
+            reason = f"rule {rule.id!r} ({rule.source}{': ' + rule.file if rule.file else ''}) sets {need} = {rule_verdict(rule, need)}"
+            if compiled.reduced and rule_verdict(rule, need) == "allow":
+                reason += "; a project file cannot allow beyond the host baseline, so approval is required"
+        elif (entry := self.scope.union.entry_for(path)) is not None:
+            rule, verdict = None, "allow"
+            reason = f"inside the host baseline ({entry.reason}: {entry.path})"
+        elif (area := self.scope.approval_only.entry_for(path)) is not None:
+            rule, verdict = None, "request"
+            reason = f"{area.reason} in a project file, which cannot widen access: approval required"
+        else:
+            rule, verdict = None, "deny"
+            reason = "outside every root and no rule allows it"
+        if verdict != "deny" and self._request_checkouts and self._in_request_worktree(path):
+            if verdict == "allow":
+                reason += "; inside a sibling worktree and worktrees = \"request\""
+            verdict = "request"
+        if op in _MUTATING and key in ruleset.protected and verdict == "allow":
+            verdict, reason = "request", f"{path} is an active Root Guard configuration file; changing it needs approval"
+        return verdict, (rule if win is not None else None), reason
+
+    def _in_request_worktree(self, path: str) -> bool:
+        key = fold(path)
+        return any(is_within(key, c) for c in self._request_checkouts)
+
+    def _may_follow(self, link: str, need: str, ruleset: RuleSet) -> bool:
+        key = fold(link)
+        win = ruleset.winner(key, need)
+        if win is not None:
+            return win[0].rule.follow_symlinks
+        return ruleset.config.follow_symlinks
+
+    def span_conflict(self, paths: Sequence[str]) -> str | None:
+        """Why a call touching ``paths`` may not go ahead as one (roots with different policies)."""
+        selected = {id(self.select(p)[1]): self.select(p) for p in paths}
+        if len(selected) <= 1:
+            return None
+        roots = ", ".join(sorted(root for root, _ in selected.values()))
+        return f"the call spans roots whose policies differ ({roots}); split it per root"
+
+
+def _squash_slashes(path: str) -> str:
+    """Drop empty and ``.`` components (always safe); keep ``..`` (never safe lexically)."""
+    parts = [p for p in path.split(os.sep) if p not in ("", ".")]
+    return os.sep + os.sep.join(parts)
+
+
+def _below(path: str, ancestor: str) -> str:
+    """``path`` relative to its ancestor, "" for the ancestor itself (no I/O, no relpath)."""
+    if path == ancestor:
+        return ""
+    start = len(ancestor) if ancestor.endswith(os.sep) else len(ancestor) + 1
+    return path[start:]
+
+
+def rule_verdict(rule: PathRule, need: str) -> str | None:
+    return getattr(rule, need)
+
+
+def _links_on_the_way(lexical: str) -> list[str]:
+    """Canonical locations of the symbolic links met resolving ``lexical``."""
+    links: list[str] = []
+    current = os.sep
+    parts = [p for p in lexical.split(os.sep) if p]
+    parts.reverse()  # a stack: next component last
+    while parts:
+        part = parts.pop()
+        if part == ".":
+            continue
+        if part == "..":
+            current = os.path.dirname(current)
+            continue
+        candidate = os.path.join(current, part)
+        try:
+            info = os.lstat(candidate)
+        except OSError:
+            return links  # not there yet: the rest is lexical below a canonical parent
+        if not stat.S_ISLNK(info.st_mode):
+            current = candidate
+            continue
+        if len(links) >= 40:  # a loop; realpath has already given up the same way
+            return links
+        links.append(candidate)
+        target = os.readlink(candidate)
+        if os.path.isabs(target):
+            current = os.sep
+        parts.extend(reversed([p for p in target.split(os.sep) if p]))
+    return links
+
+
+def oracle_inside(path: str, roots: Sequence[str]) -> bool:
+    """The naive union check of seed 000 (``roots.some(...)``), for mirrors and benchmarks."""
+    return any(path == r or path.startswith(r + os.sep) for r in roots)
+

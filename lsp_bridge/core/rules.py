@@ -1,0 +1,140 @@
+"""``[[paths]]`` rules compiled for matching: anchors, globs and specificity.
+
+Specificity orders matching rules (seed 001): an exact file rule outranks a
+directory rule; then the deepest anchor; then the longest literal prefix of
+the include that matched. Globs are gitwildmatch patterns (pathspec), matched
+against the path relative to the anchor; an exclusion removes a path from its
+rule even when an include matches it.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from typing import Sequence
+
+
+try:  # pathspec >= 1.0 renamed the gitwildmatch pattern class
+    from pathspec.patterns.gitignore.spec import GitIgnoreSpecPattern as GlobPattern
+except ImportError:  # pragma: no cover - pathspec 0.12
+    from pathspec.patterns import GitWildMatchPattern as GlobPattern
+
+from lsp_bridge.core.paths import PrefixIndex, depth, fold, is_within, relative_to
+from lsp_bridge.core.scope import Scope
+from lsp_bridge.core.settings import Config, PathRule
+
+_STRICTNESS = {"allow": 0, "request": 1, "deny": 2}
+Specificity = tuple[int, int, int]
+
+
+def _compile(patterns: Sequence[str]) -> tuple[tuple[re.Pattern, bool], ...]:
+    compiled = []
+    for text in patterns:
+        pattern = GlobPattern(text)
+        if pattern.include is not None and pattern.regex is not None:
+            compiled.append((pattern.regex, pattern.include))
+    return tuple(compiled)
+
+
+def _matches(patterns: tuple[tuple[re.Pattern, bool], ...], rel: str) -> bool:
+    """gitwildmatch semantics: the last pattern that matches decides."""
+    matched = False
+    for regex, include in patterns:
+        if regex.match(rel) is not None:
+            matched = include
+    return matched
+
+
+def literal_prefix(pattern: str) -> int:
+    """Length of the part of an include before its first glob character."""
+    for i, ch in enumerate(pattern):
+        if ch in "*?[\\!":
+            return i
+    return len(pattern)
+
+
+@dataclass(frozen=True)
+class CompiledRule:
+    rule: PathRule
+    anchor: str  # folded canonical anchor (possibly remapped onto a worktree)
+    exact: bool
+    excludes: tuple[tuple[re.Pattern, bool], ...]
+    includes: tuple[tuple[tuple[tuple[re.Pattern, bool], ...], int], ...]  # longest literal prefix first
+    reduced: bool  # a project allow outside the host baseline: allow becomes request
+    anchor_depth: int
+
+    def specificity(self, rel: str) -> Specificity | None:
+        """None when the rule does not match ``rel`` (the path below the anchor)."""
+        if self.exact:
+            return (1, self.anchor_depth, 0) if rel == "" else None
+        if rel and self.excludes and _matches(self.excludes, rel):
+            return None
+        if not self.includes:
+            return (0, self.anchor_depth, 0)
+        if not rel:
+            return None
+        for patterns, length in self.includes:
+            if _matches(patterns, rel):
+                return (0, self.anchor_depth, length)
+        return None
+
+    def verdict(self, need: str) -> str | None:
+        verdict = getattr(self.rule, need)
+        if verdict == "allow" and self.reduced:
+            return "request"
+        return verdict
+
+
+class RuleSet:
+    """One configuration's rules, indexed by anchor so a lookup costs O(depth)."""
+
+    def __init__(self, config: Config, scope: Scope):
+        self.config = config
+        self.protected = frozenset(fold(p) for p in config.files)
+        by_anchor: dict[str, list[CompiledRule]] = {}
+        for rule in config.paths:
+            exact = not rule.includes and os.path.lexists(rule.anchor) and not os.path.isdir(rule.anchor)
+            excludes = _compile(rule.excludes)
+            includes = tuple(
+                sorted(((_compile([p]), literal_prefix(p)) for p in rule.includes), key=lambda item: -item[1])
+            )
+            for anchor in self._anchors(rule, scope):
+                reduced = rule.source == "project" and not scope.union.contains(anchor)
+                compiled = CompiledRule(rule, anchor, exact, excludes, includes, reduced, depth(anchor))
+                by_anchor.setdefault(anchor, []).append(compiled)
+        self._index = PrefixIndex(by_anchor)
+
+    @staticmethod
+    def _anchors(rule: PathRule, scope: Scope) -> list[str]:
+        """The rule's anchor, plus its remapping onto each sibling worktree."""
+        anchors = [fold(rule.anchor)]
+        if not rule.relative:
+            return anchors
+        for checkout, sibling, mode in scope.remaps:
+            if mode != "ignore" and is_within(rule.anchor, checkout):
+                offset = relative_to(rule.anchor, checkout)
+                remapped = fold(os.path.normpath(os.path.join(sibling, offset)) if offset else sibling)
+                if remapped not in anchors:
+                    anchors.append(remapped)
+        return anchors
+
+    def winner(self, key: str, need: str) -> tuple[CompiledRule, str] | None:
+        """The most specific rule deciding ``need`` for folded path ``key``."""
+        if not self._index:
+            return None
+        best = None
+        best_rank = None
+        for probe, candidates in self._index.matches(key):
+            rel = "" if probe == key else key[len(probe) + (0 if probe.endswith(os.sep) else 1):]
+            for compiled in candidates:
+                verdict = compiled.verdict(need)
+                if verdict is None:
+                    continue
+                spec = compiled.specificity(rel)
+                if spec is None:
+                    continue
+                rank = (*spec, _STRICTNESS[verdict])
+                if best_rank is None or rank > best_rank:
+                    best, best_rank = (compiled, verdict), rank
+        return best

@@ -1,0 +1,813 @@
+"""Mount reconciliation: what a container sees, against what the union allows.
+
+Mounts come from ``[[mounts]]`` (already parsed into ``Mount``) and from the
+``-v``/``--volume``/``--mount`` arguments of docker or podman servers in MCP
+client configs (``mounts_from_mcp_configs``). ``reconcile`` reports both
+directions -- roots with no mount behind them (the server sees nothing there,
+quietly) and mounts outside the union (the kernel allows what the server
+refuses) -- and suggests the narrow mount set of seed 000: the root at
+``/workspace/<path in the repository>``, the pnpm store read-only where the link
+text says, and the single files the ``tsconfig`` ``extends`` chain needs above
+the root. Plain Python: no LSP, Qt or socket code.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import posixpath
+import re
+from dataclasses import dataclass, field
+from typing import Iterator, Mapping, Sequence
+
+from lsp_bridge.core.diagnostics import Diagnostic, Range
+from lsp_bridge.core.paths import canonical, fold, is_within, relative_to
+from lsp_bridge.core.settings import Mount
+
+CONTAINER_ROOT = "/workspace"
+STORE_PARTS = ("node_modules", ".pnpm")
+MANIFESTS = ("package.json", "pyproject.toml", "Cargo.toml", "go.mod")
+MAX_SCAN_ENTRIES = 200_000
+MAX_EXTENDS_DEPTH = 32
+
+# (file relative to the folder, dialect); the VS Code file may hold comments.
+MCP_CONFIG_FILES = ((".vscode/mcp.json", "vscode"), (".mcp.json", "claude"), (".cursor/mcp.json", "cursor"))
+SERVER_KEYS = ("servers", "mcpServers")
+CONTAINER_COMMANDS = ("docker", "podman")
+
+
+# ---------------------------------------------------------------- data
+
+
+@dataclass(frozen=True)
+class MountSuggestion:
+    source: str
+    target: str
+    mode: str  # "ro" | "rw"
+    reason: str
+
+    def to_json(self) -> dict:
+        return {"source": self.source, "target": self.target, "mode": self.mode, "reason": self.reason}
+
+
+@dataclass(frozen=True)
+class Reconciliation:
+    mounts: tuple[Mount, ...] = ()
+    roots_without_mount: tuple[str, ...] = ()
+    mounts_outside_union: tuple[Mount, ...] = ()
+    suggested: tuple[MountSuggestion, ...] = ()
+    unrescuable: tuple[dict, ...] = ()  # {"link", "target", "reason"}
+    first_party: tuple[dict, ...] = ()  # {"link", "target"}
+    single_files: tuple[str, ...] = ()
+    diagnostics: tuple[Diagnostic, ...] = field(default=())
+
+    def to_json(self) -> dict:
+        """The ``mounts`` object of ``rootguard/status`` and ``rootguard mounts --json``."""
+        return {
+            "mounts": [
+                {"source": m.source, "target": m.target, "mode": m.mode, "origin": m.origin} for m in self.mounts
+            ],
+            "roots_without_mount": list(self.roots_without_mount),
+            "mounts_outside_union": [{"source": m.source, "target": m.target} for m in self.mounts_outside_union],
+            "suggested": [s.to_json() for s in self.suggested],
+            "docker_args": self.docker_args(),
+            "unrescuable": [dict(item) for item in self.unrescuable],
+            "first_party": [dict(item) for item in self.first_party],
+            "single_files": list(self.single_files),
+        }
+
+    def docker_args(self) -> list[str]:
+        """``docker run`` volume arguments for the suggested set (roots rw, the rest ro)."""
+        args: list[str] = []
+        for s in self.suggested:
+            if ":" in s.source or ":" in s.target:
+                args += ["--mount", _mount_option(s)]
+            else:
+                args += ["-v", f"{s.source}:{s.target}:{s.mode}"]
+        return args
+
+
+def _mount_option(s: MountSuggestion) -> str:
+    """A ``--mount`` value, CSV-quoted as docker parses it (for paths holding ':')."""
+    fields = ["type=bind", f"source={s.source}", f"target={s.target}"] + (["readonly"] if s.mode == "ro" else [])
+    buffer = io.StringIO()
+    csv.writer(buffer, lineterminator="").writerow(fields)
+    return buffer.getvalue()
+
+
+# ---------------------------------------------------------------- JSON with comments
+
+
+def strip_jsonc(text: str) -> str:
+    """JSONC -> JSON: comments and trailing commas blanked, positions unchanged.
+
+    Raises ``json.JSONDecodeError`` for an unterminated ``/*`` comment.
+    """
+    out = list(text)
+    i, n = 0, len(text)
+    in_string = False
+    pending_comma: int | None = None
+
+    def blank(start: int, end: int) -> None:
+        for k in range(start, end):
+            if out[k] not in "\r\n":
+                out[k] = " "
+
+    while i < n:
+        c = text[i]
+        if in_string:
+            if c == "\\":
+                i += 2
+                continue
+            in_string = c != '"'
+        elif text.startswith("//", i):
+            end = text.find("\n", i)
+            end = n if end < 0 else end
+            blank(i, end)
+            i = end
+            continue
+        elif text.startswith("/*", i):
+            end = text.find("*/", i + 2)
+            if end < 0:
+                raise json.JSONDecodeError("unterminated /* comment", text, i)
+            blank(i, end + 2)
+            i = end + 2
+            continue
+        elif c == '"':
+            in_string, pending_comma = True, None
+        elif c == ",":
+            pending_comma = i
+        elif c in "]}":
+            if pending_comma is not None:
+                out[pending_comma] = " "
+            pending_comma = None
+        elif not c.isspace():
+            pending_comma = None
+        i += 1
+    return "".join(out)
+
+
+def _load_json(path: str, *, comments: bool) -> tuple[object | None, str | None, Diagnostic | None]:
+    """(data, raw text, error) for a JSON(C) file; data None with no error = absent."""
+    try:
+        with open(path, encoding="utf-8") as handle:
+            text = handle.read()
+    except FileNotFoundError:
+        return None, None, None
+    except (OSError, UnicodeDecodeError) as exc:
+        return None, None, Diagnostic("error", "mcp-config-unreadable", f"cannot read: {exc.__class__.__name__}", path)
+    try:
+        return json.loads(strip_jsonc(text) if comments else text), text, None
+    except json.JSONDecodeError as exc:
+        where = Range.point(exc.lineno - 1, exc.colno - 1)
+        return None, text, Diagnostic("error", "mcp-config-invalid", f"invalid JSON: {exc.msg}", path, where)
+
+
+def _locate(text: str | None, value: str) -> Range | None:
+    """The position of the string literal ``value`` in ``text`` when it is unique."""
+    if text is None:
+        return None
+    needle = json.dumps(value, ensure_ascii=False)
+    at = text.find(needle)
+    if at < 0 or text.find(needle, at + 1) >= 0:
+        return None
+    line = text.count("\n", 0, at)
+    column = at - (text.rfind("\n", 0, at) + 1)
+    return Range.point(line, column, len(needle))
+
+
+# ---------------------------------------------------------------- variables
+
+
+class _Unresolved(ValueError):
+    """A ``${...}`` that cannot be substituted; the mount is dropped."""
+
+
+_VARIABLE = re.compile(r"\$\{([^}]*)\}")
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+@dataclass(frozen=True)
+class _Context:
+    folder: str
+    env: Mapping[str, str]
+    folders: tuple[str, ...]
+    dialect: str  # "vscode" | "cursor" | "claude"
+
+
+def _substitute(text: str, ctx: _Context) -> str:
+    """``text`` with its ``${...}`` variables replaced; raises ``_Unresolved``."""
+    resolve = _claude_variable if ctx.dialect == "claude" else _editor_variable
+    return _VARIABLE.sub(lambda match: resolve(match.group(1), ctx), text)
+
+
+def _editor_variable(name: str, ctx: _Context) -> str:
+    """VS Code / Cursor variables."""
+    if name == "workspaceFolder":
+        return ctx.folder
+    if name == "workspaceFolderBasename":
+        return os.path.basename(ctx.folder.rstrip(os.sep))
+    if name == "userHome":
+        home = ctx.env.get("HOME") or ctx.env.get("USERPROFILE")
+        if not home:
+            raise _Unresolved("${userHome} cannot be resolved: HOME is not set")
+        return home
+    if name in ("pathSeparator", "/"):
+        return os.sep
+    if name.startswith("env:"):
+        return _env_value(name[4:], ctx, f"${{{name}}}")
+    if name.startswith("workspaceFolder:"):
+        return _named_folder(name[len("workspaceFolder:"):], ctx)
+    raise _Unresolved(f"unknown variable ${{{name}}}")
+
+
+def _claude_variable(name: str, ctx: _Context) -> str:
+    """Claude Code ``.mcp.json``: ``${NAME}`` and ``${NAME:-default}`` from the environment."""
+    var, sep, default = name.partition(":-")
+    if not _ENV_NAME.match(var):
+        raise _Unresolved(f"unknown variable ${{{name}}}")
+    if sep and not ctx.env.get(var):
+        return default
+    return _env_value(var, ctx, f"${{{name}}}")
+
+
+def _env_value(var: str, ctx: _Context, shown: str) -> str:
+    if not _ENV_NAME.match(var):
+        raise _Unresolved(f"unknown variable {shown}")
+    if var not in ctx.env:
+        raise _Unresolved(f"{shown} cannot be resolved: {var} is not set")
+    return ctx.env[var]
+
+
+def _named_folder(name: str, ctx: _Context) -> str:
+    for folder in (ctx.folder, *ctx.folders):
+        if os.path.basename(folder.rstrip(os.sep)) == name:
+            return folder
+    raise _Unresolved(f"${{workspaceFolder:{name}}} names no open workspace folder")
+
+
+# ---------------------------------------------------------------- docker arguments
+
+_BOOL_LONG = frozenset(
+    "--rm --interactive --tty --detach --init --privileged --read-only --publish-all --no-healthcheck"
+    " --oom-kill-disable --sig-proxy --quiet --disable-content-trust --help --replace --rmi".split()
+)
+_BOOL_SHORT = frozenset("itdPq")
+
+
+def _volume_arguments(args: Sequence[str], start: int) -> Iterator[tuple[int, str, str]]:
+    """(index, "volume"|"mount", spec) for each mount option between ``run`` and the image."""
+    i = start
+    while i < len(args):
+        arg = args[i]
+        takes_next = i + 1 < len(args) and not args[i + 1].startswith("-")
+        if arg == "--" or not arg.startswith("-") or arg == "-":
+            return  # the image: what follows belongs to the container's command
+        if arg.startswith("--"):
+            name, eq, value = arg.partition("=")
+            kind = {"--volume": "volume", "--mount": "mount"}.get(name)
+            if eq:
+                if kind:
+                    yield i, kind, value
+                i += 1
+            elif kind:
+                if i + 1 < len(args):
+                    yield i + 1, kind, args[i + 1]
+                i += 2
+            else:
+                i += 1 if name in _BOOL_LONG or not takes_next else 2
+            continue
+        letters = arg[1:]
+        while letters and letters[0] in _BOOL_SHORT:
+            letters = letters[1:]
+        if not letters:
+            i += 1
+            continue
+        attached = letters[1:].removeprefix("=")
+        if attached:
+            if letters[0] == "v":
+                yield i, "volume", attached
+            i += 1
+        else:
+            if letters[0] == "v" and i + 1 < len(args):
+                yield i + 1, "volume", args[i + 1]
+                i += 2
+            else:
+                i += 2 if letters[0] == "v" or takes_next else 1
+
+
+_DRIVE = re.compile(r"^[A-Za-z]:[\\/]")
+
+
+def _split_volume(spec: str) -> tuple[str, str, set[str]] | None:
+    """``src:dst[:opts]`` -> (src, dst, opts); None for an anonymous volume."""
+    cut = spec.find(":", 2 if _DRIVE.match(spec) else 0)
+    if cut < 0:
+        return None
+    src, rest = spec[:cut], spec[cut + 1:]
+    dst, _, opts = rest.partition(":")
+    return src, dst, {o.strip() for o in opts.split(",") if o.strip()}
+
+
+def _split_mount(spec: str) -> tuple[str, str, set[str]] | None:
+    """``type=bind,source=..,target=..[,readonly]`` -> (src, dst, opts); None unless a bind."""
+    fields = next(csv.reader([spec]), [])
+    values: dict[str, str] = {}
+    for item in fields:
+        key, eq, value = item.partition("=")
+        values[key.strip().lower()] = value if eq else "true"
+    if values.get("type", "volume") != "bind":
+        return None
+    src = values.get("source", values.get("src", ""))
+    dst = values.get("target", values.get("destination", values.get("dst", "")))
+    if not src or not dst:
+        raise _Unresolved("a bind --mount needs both source= and target=")
+    readonly = values.get("readonly", values.get("ro", "false")).lower() in ("true", "1", "yes")
+    return src, dst, ({"ro"} if readonly else set())
+
+
+# ---------------------------------------------------------------- MCP configs
+
+
+def mounts_from_mcp_configs(
+    folder: str, env: Mapping[str, str], *, workspace_folders: Sequence[str] = ()
+) -> tuple[list[Mount], list[Diagnostic]]:
+    """Bind mounts of the docker/podman servers in the folder's MCP client configs.
+
+    ``env`` resolves ``${env:NAME}`` (and ``${NAME}`` in ``.mcp.json``);
+    ``workspace_folders`` resolves ``${workspaceFolder:name}``. A mount whose
+    variables cannot all be resolved is dropped with an error naming the file
+    and the field.
+    """
+    mounts: list[Mount] = []
+    diagnostics: list[Diagnostic] = []
+    if not os.path.isabs(folder):
+        return [], [Diagnostic("error", "mount-bad-root", f"not an absolute folder: {folder!r}")]
+    for relative, dialect in MCP_CONFIG_FILES:
+        path = os.path.join(folder, *relative.split("/"))
+        data, text, error = _load_json(path, comments=dialect == "vscode")
+        if error:
+            diagnostics.append(error)
+            continue
+        if data is None:
+            continue
+        ctx = _Context(folder, env, tuple(workspace_folders), dialect)
+        _servers_mounts(data, relative, path, text, ctx, mounts, diagnostics)
+    return mounts, diagnostics
+
+
+def _servers_mounts(data, relative, path, text, ctx, mounts, diagnostics) -> None:
+    if not isinstance(data, dict):
+        diagnostics.append(Diagnostic("error", "mcp-config-invalid", "the top level must be an object", path))
+        return
+    for key in SERVER_KEYS:
+        servers = data.get(key)
+        if servers is None:
+            continue
+        if not isinstance(servers, dict):
+            diagnostics.append(Diagnostic("error", "mcp-config-invalid", f"{key} must be an object", path))
+            continue
+        for name, server in servers.items():
+            where = f"{key}.{name}"
+            if isinstance(server, dict) and _is_container_run(server):
+                _server_mounts(server["args"], where, f"{relative} {where}", path, text, ctx, mounts, diagnostics)
+
+
+def _is_container_run(server: dict) -> bool:
+    command = server.get("command")
+    if not isinstance(command, str):
+        return False
+    program = re.split(r"[\\/]", command)[-1].lower().removesuffix(".exe")
+    args = server.get("args")
+    return program in CONTAINER_COMMANDS and isinstance(args, list) and "run" in args
+
+
+def _server_mounts(args, where, origin, path, text, ctx, mounts, diagnostics) -> None:
+    bad = [i for i, a in enumerate(args) if not isinstance(a, str)]
+    if bad:
+        diagnostics.append(
+            Diagnostic("error", "mcp-config-invalid", f"{where}.args[{bad[0]}] must be a string", path)
+        )
+        return
+    for index, kind, spec in _volume_arguments(args, args.index("run") + 1):
+        field_name = f"{where}.args[{index}]"
+        try:
+            mount, note = _mount_from_spec(kind, spec, ctx, origin, path)
+        except _Unresolved as exc:
+            diagnostics.append(
+                Diagnostic(
+                    "error",
+                    "mount-unresolved",
+                    f"{field_name}: {exc}; this mount is ignored",
+                    path,
+                    _locate(text, args[index]),
+                )
+            )
+            continue
+        if note:
+            diagnostics.append(Diagnostic("warning", "mount-source", f"{field_name}: {note}", path, _locate(text, args[index])))
+        if mount:
+            mounts.append(mount)
+
+
+def _mount_from_spec(kind: str, spec: str, ctx: _Context, origin: str, path: str) -> tuple[Mount | None, str | None]:
+    """(mount or None for a named/anonymous volume, a warning or None)."""
+    parts = (_split_volume if kind == "volume" else _split_mount)(_substitute(spec, ctx))
+    if parts is None:
+        return None, None
+    src, dst, opts = parts
+    if not dst.startswith("/"):
+        raise _Unresolved(f"the container path {dst!r} is not absolute")
+    note = None
+    if src.startswith("~"):
+        raise _Unresolved("'~' is not expanded without a shell; use ${userHome}")
+    if not os.path.isabs(src):
+        if not (src in (".", "..") or src.startswith(("./", "../", ".\\", "..\\"))):
+            return None, None  # a named volume, not a host path
+        src = os.path.join(ctx.folder, src)
+        note = "relative source resolved against the workspace folder (the server's working directory)"
+    try:
+        source = canonical(src)
+    except ValueError as exc:
+        raise _Unresolved(str(exc)) from None
+    if not os.path.exists(source):
+        note = f"the mount source {source} does not exist"
+    mode = "ro" if opts & {"ro", "readonly"} else "rw"
+    return Mount(source, posixpath.normpath(dst), mode, origin, path), note
+
+
+# ---------------------------------------------------------------- layout
+
+
+@dataclass(frozen=True)
+class _Layout:
+    """Where a repository's paths appear inside the container."""
+
+    toplevel: str
+    base: str
+
+    def container(self, host: str) -> str | None:
+        if not is_within(host, self.toplevel):
+            return None
+        rel = relative_to(host, self.toplevel)
+        return posixpath.join(self.base, rel) if rel else self.base
+
+
+def _find_toplevel(root: str, given: str | None) -> str:
+    """The repository holding ``root``: ``given`` when it does, else the nearest
+    ancestor with ``.git``, else with ``pnpm-workspace.yaml``, else ``root``."""
+    if given and is_within(root, given):
+        return given
+    for marker in (".git", "pnpm-workspace.yaml"):
+        d = root
+        while True:
+            if os.path.lexists(os.path.join(d, marker)):
+                return d
+            parent = os.path.dirname(d)
+            if parent == d:
+                break
+            d = parent
+    return root
+
+
+def _layouts(roots: Sequence[str], given: str | None) -> dict[str, _Layout]:
+    """One layout per root; several repositories get ``/workspace/<name>`` each."""
+    tops = {root: _find_toplevel(root, given) for root in roots}
+    distinct = list(dict.fromkeys(tops.values()))
+    bases: dict[str, str] = {}
+    for top in distinct:
+        if len(distinct) == 1:
+            bases[top] = CONTAINER_ROOT
+            continue
+        name = os.path.basename(top) or "root"
+        candidate, n = name, 2
+        while posixpath.join(CONTAINER_ROOT, candidate) in bases.values():
+            candidate, n = f"{name}-{n}", n + 1
+        bases[top] = posixpath.join(CONTAINER_ROOT, candidate)
+    return {root: _Layout(top, bases[top]) for root, top in tops.items()}
+
+
+# ---------------------------------------------------------------- link scan
+
+
+def _scan_links(root: str, budget: list[int]) -> Iterator[str]:
+    """Symbolic links under ``root``, bounded: ``.git`` skipped, ``node_modules``
+    read one level deep (two for ``@scope`` and ``.bin``), stores never entered,
+    linked directories never followed."""
+    stack = [root]
+    while stack:
+        for entry in _entries(stack.pop(), budget):
+            if entry.is_symlink():
+                yield entry.path
+            elif entry.name == "node_modules" and _is_dir(entry):
+                yield from _scan_node_modules(entry.path, budget)
+            elif entry.name != ".git" and _is_dir(entry):
+                stack.append(entry.path)
+
+
+def _scan_node_modules(directory: str, budget: list[int]) -> Iterator[str]:
+    for entry in _entries(directory, budget):
+        if entry.is_symlink():
+            yield entry.path
+        elif (entry.name.startswith("@") or entry.name == ".bin") and _is_dir(entry):
+            yield from (e.path for e in _entries(entry.path, budget) if e.is_symlink())
+
+
+def _entries(directory: str, budget: list[int]) -> list[os.DirEntry]:
+    if budget[0] <= 0:
+        return []
+    try:
+        with os.scandir(directory) as it:
+            entries = sorted(it, key=lambda e: e.name)
+    except OSError:
+        return []
+    budget[0] -= len(entries)
+    return entries
+
+
+def _is_dir(entry: os.DirEntry) -> bool:
+    try:
+        return entry.is_dir(follow_symlinks=False)
+    except OSError:
+        return False
+
+
+def _store_of(target: str, toplevel: str) -> str | None:
+    """The ``node_modules/.pnpm`` directory ``target`` lies in, if any."""
+    parts = relative_to(target, toplevel).split("/")
+    for i in range(len(parts) - 1):
+        if (parts[i], parts[i + 1]) == STORE_PARTS:
+            return os.path.join(toplevel, *parts[: i + 2])
+    return None
+
+
+def _is_package(target: str, toplevel: str) -> bool:
+    """Whether ``target`` or a directory above it (below the toplevel) has a manifest."""
+    d = target if os.path.isdir(target) else os.path.dirname(target)
+    while is_within(d, toplevel) and d != toplevel:
+        if any(os.path.isfile(os.path.join(d, m)) for m in MANIFESTS):
+            return True
+        d = os.path.dirname(d)
+    return False
+
+
+# ---------------------------------------------------------------- tsconfig
+
+
+def _tsconfig_starts(root: str) -> list[str]:
+    try:
+        names = sorted(n for n in os.listdir(root) if n == "tsconfig.json" or re.fullmatch(r"tsconfig\..+\.json", n))
+    except OSError:
+        return []
+    return [os.path.join(root, n) for n in names if os.path.isfile(os.path.join(root, n))]
+
+
+def _extends_chain(root: str, diagnostics: list[Diagnostic]) -> list[tuple[str, str]]:
+    """(path the toolchain opens, canonical path) of every config the root's
+    tsconfig files use, themselves included, following ``extends`` (string or
+    array) through relative paths and ``node_modules`` packages."""
+    reached: list[tuple[str, str]] = []
+    done: set[str] = set()
+
+    def visit(opened: str, ts_path: str, stack: tuple[str, ...]) -> None:
+        real = os.path.realpath(opened)
+        if real in stack:
+            diagnostics.append(Diagnostic("warning", "tsconfig-extends-cycle", f"extends cycle through {real}", stack[-1]))
+            return
+        if real in done or len(stack) > MAX_EXTENDS_DEPTH:
+            return
+        done.add(real)
+        reached.append((opened, real))
+        data, _, error = _load_json(real, comments=True)
+        if error or not isinstance(data, dict):
+            if error:
+                diagnostics.append(Diagnostic("warning", "tsconfig-invalid", error.message, real, error.range))
+            return
+        extends = data.get("extends")
+        for spec in extends if isinstance(extends, list) else [extends] if extends is not None else []:
+            found = _resolve_extends(spec, ts_path)
+            if found is None:
+                diagnostics.append(
+                    Diagnostic("warning", "tsconfig-extends-missing", f"extends {spec!r} resolves to no file", real)
+                )
+                continue
+            visit(*found, stack + (real,))
+
+    for start in _tsconfig_starts(root):
+        visit(start, start, ())
+    return reached
+
+
+def _resolve_extends(spec: object, ts_path: str) -> tuple[str, str] | None:
+    """(path opened, path TypeScript continues from) for one ``extends`` value."""
+    if not isinstance(spec, str) or not spec:
+        return None
+    base = os.path.dirname(ts_path)
+    if spec.startswith(("./", "../")) or spec in (".", "..") or os.path.isabs(spec):
+        path = os.path.normpath(os.path.join(base, spec))
+        for candidate in (path, path + ".json") if not path.endswith(".json") else (path,):
+            if os.path.isfile(candidate):
+                return candidate, candidate
+        return None
+    d = base
+    while True:
+        found = _package_config(os.path.join(d, "node_modules", *spec.split("/")))
+        if found:
+            return found, os.path.realpath(found)  # TypeScript realpaths packages
+        parent = os.path.dirname(d)
+        if parent == d:
+            return None
+        d = parent
+
+
+def _package_config(candidate: str) -> str | None:
+    for path in (candidate, candidate + ".json"):
+        if os.path.isfile(path):
+            return path
+    if not os.path.isdir(candidate):
+        return None
+    data, _, _ = _load_json(os.path.join(candidate, "package.json"), comments=False)
+    named = data.get("tsconfig") if isinstance(data, dict) else None
+    path = os.path.join(candidate, named if isinstance(named, str) else "tsconfig.json")
+    return path if os.path.isfile(path) else None
+
+
+# ---------------------------------------------------------------- reconcile
+
+
+@dataclass
+class _Plan:
+    """What ``reconcile`` accumulates while it walks the roots."""
+
+    union: tuple[str, ...]
+    roots: list[MountSuggestion] = field(default_factory=list)
+    stores: dict[str, MountSuggestion] = field(default_factory=dict)  # by lexical store path
+    files: dict[str, MountSuggestion] = field(default_factory=dict)  # by host path
+    unrescuable: dict[str, dict] = field(default_factory=dict)
+    first_party: dict[str, dict] = field(default_factory=dict)
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+    folded: tuple[str, ...] = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.folded = tuple(fold(entry) for entry in self.union)
+
+    def inside_union(self, path: str) -> bool:
+        key = fold(path)
+        return any(is_within(key, entry) for entry in self.folded)
+
+    def in_store(self, path: str) -> bool:
+        return any(is_within(path, store) for store in self.stores)
+
+
+def reconcile(union: Sequence[str], mounts: Sequence[Mount], *, repo_toplevel: str | None = None) -> Reconciliation:
+    """Configured mounts against the union, and the narrow mount set it needs."""
+    diagnostics: list[Diagnostic] = []
+    entries = _canonical_entries(union, diagnostics)
+    top = _canonical_entries([repo_toplevel], diagnostics)[0] if repo_toplevel else None
+    plan = _Plan(tuple(entries), diagnostics=diagnostics)
+    budget = [MAX_SCAN_ENTRIES]
+    for root, layout in _layouts(entries, top).items():
+        _plan_root(root, layout, plan, budget)
+    if budget[0] <= 0:
+        diagnostics.append(
+            Diagnostic("information", "mount-scan-truncated", f"symlink scan stopped after {MAX_SCAN_ENTRIES} entries")
+        )
+    without = _roots_without_mount(entries, mounts) if mounts else []
+    outside = [m for m in mounts if not plan.inside_union(m.source)]
+    diagnostics += [_root_without_mount_warning(root) for root in without]
+    diagnostics += [_outside_union_warning(m) for m in outside]
+    first_party = [item for item in plan.first_party.values() if item["target"] not in plan.files]
+    diagnostics += [_first_party_note(item) for item in first_party]
+    first_party = [{"link": item["link"], "target": item["target"]} for item in first_party]
+    return Reconciliation(
+        mounts=tuple(mounts),
+        roots_without_mount=tuple(without),
+        mounts_outside_union=tuple(outside),
+        suggested=tuple(plan.roots + sorted(plan.stores.values(), key=_by_target) + sorted(plan.files.values(), key=_by_target)),
+        unrescuable=tuple(plan.unrescuable.values()),
+        first_party=tuple(first_party),
+        single_files=tuple(sorted(plan.files)),
+        diagnostics=tuple(diagnostics),
+    )
+
+
+def _by_target(s: MountSuggestion) -> str:
+    return s.target
+
+
+def _canonical_entries(paths: Sequence[str], diagnostics: list[Diagnostic]) -> list[str]:
+    entries: list[str] = []
+    for path in paths:
+        try:
+            entries.append(canonical(path))
+        except ValueError as exc:
+            diagnostics.append(Diagnostic("error", "mount-bad-root", f"ignored: {exc}"))
+    return list(dict.fromkeys(entries))
+
+
+def _plan_root(root: str, layout: _Layout, plan: _Plan, budget: list[int]) -> None:
+    target = layout.container(root) or layout.base
+    if _store_of(root, layout.toplevel):
+        plan.roots.append(MountSuggestion(root, target, "ro", "pnpm store (a root)"))
+        return
+    plan.roots.append(MountSuggestion(root, target, "rw", "workspace root"))
+    for link in _scan_links(root, budget):
+        _plan_link(link, layout, plan)
+    for opened, real in _extends_chain(root, plan.diagnostics):
+        _plan_config_file(opened, real, layout, plan)
+
+
+def _plan_link(link: str, layout: _Layout, plan: _Plan) -> None:
+    """Classify one link by its text: store, first-party, or unrescuable."""
+    try:
+        text = os.readlink(link)
+    except OSError:
+        return
+    if os.path.isabs(text):
+        reason = (
+            "absolute link: the container has no such path, and no mount under "
+            f"{CONTAINER_ROOT} can rescue it (make it relative, or run this work outside the sandbox)"
+        )
+        _add_unrescuable(plan, link, os.path.normpath(text), reason)
+        return
+    target = os.path.normpath(os.path.join(os.path.dirname(link), text))
+    if plan.inside_union(target):
+        return
+    if layout.container(target) is None:
+        reason = f"relative link leaves the repository {layout.toplevel}: no mount under {layout.base} reproduces it"
+        _add_unrescuable(plan, link, target, reason)
+        return
+    store = _store_of(target, layout.toplevel)
+    if store:
+        if store not in plan.stores:
+            reason = f"pnpm store, read off the link text of {relative_to(link, layout.toplevel)}"
+            plan.stores[store] = MountSuggestion(os.path.realpath(store), layout.container(store), "ro", reason)
+        return
+    plan.first_party.setdefault(link, {"link": link, "target": target, "package": _is_package(target, layout.toplevel)})
+
+
+def _add_unrescuable(plan: _Plan, link: str, target: str, reason: str) -> None:
+    if link not in plan.unrescuable:
+        plan.unrescuable[link] = {"link": link, "target": target, "reason": reason}
+        plan.diagnostics.append(Diagnostic("warning", "mount-unrescuable-link", f"{link}: {reason}", link))
+
+
+def _plan_config_file(opened: str, real: str, layout: _Layout, plan: _Plan) -> None:
+    """Name the single file a config above (or linked out of) the root needs."""
+    if not plan.inside_union(opened):
+        host = opened
+    elif not plan.inside_union(real):
+        host = real  # reached through a relative link inside the root
+    else:
+        return
+    if plan.in_store(host) or host in plan.files:
+        return
+    target = layout.container(host)
+    if target is None:
+        plan.diagnostics.append(
+            Diagnostic(
+                "warning",
+                "mount-file-outside-repository",
+                f"the toolchain reads {host}, outside the repository {layout.toplevel}: it cannot be placed under {layout.base}",
+                host,
+            )
+        )
+        return
+    plan.files[host] = MountSuggestion(real, target, "ro", "tsconfig extends chain: one file, not its directory")
+
+
+def _roots_without_mount(entries: Sequence[str], mounts: Sequence[Mount]) -> list[str]:
+    sources = [fold(m.source) for m in mounts]
+    return [root for root in entries if not any(is_within(fold(root), s) for s in sources)]
+
+
+def _root_without_mount_warning(root: str) -> Diagnostic:
+    return Diagnostic(
+        "warning",
+        "root-without-mount",
+        f"no mount exposes {root}: inside the container the server sees nothing there, and tools "
+        "searching for their configuration fall back to defaults without saying so",
+    )
+
+
+def _outside_union_warning(mount: Mount) -> Diagnostic:
+    return Diagnostic(
+        "warning",
+        "mount-outside-union",
+        f"mount {mount.source} -> {mount.target} ({mount.origin}) is outside the union: the kernel allows "
+        "what the server refuses, so the boundary fails in two places with two error messages",
+        mount.file,
+    )
+
+
+def _first_party_note(item: dict) -> Diagnostic:
+    what = "a workspace sibling package" if item["package"] else "repository content outside the root"
+    return Diagnostic(
+        "information",
+        "mount-first-party-link",
+        f"{item['link']} points at {what} ({item['target']}): first-party source; mount it read-only and add "
+        "it as a root only if you would hand it over on purpose, or build outside the sandbox",
+        item["link"],
+    )

@@ -1,0 +1,438 @@
+"""The Root Guard language server (pygls): one process per editor window.
+
+Handlers are thin: they turn LSP messages into calls on ``RootTracker`` (the
+window's roots, union and warnings) and the policy engine, and send back what
+those return. Slow work (inventory, mount reconciliation) runs in a worker
+thread after the status has gone out.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import time
+import uuid
+from typing import Any
+
+from lsprotocol import types
+from pygls.lsp.server import LanguageServer
+from pygls.protocol import LanguageServerProtocol
+from pygls.uris import from_fs_path, to_fs_path
+
+from lsp_bridge import __version__
+from lsp_bridge.approvals.chain import ask_person, param
+
+log = logging.getLogger("rootguard.lsp")
+
+STATUS = "rootguard/status"
+EXPLAIN = "rootguard/explain"
+INVENTORY = "rootguard/inventory"
+ACCESS = "rootguard/access"
+MIGRATE_COMMAND = "rootguard.migrateConfig"
+CONFIG_NAMES = (".rootguard.toml",)
+
+
+class RootGuardProtocol(LanguageServerProtocol):
+    """Tolerates clients that send folder entries without a ``uri``.
+
+    Neovim 0.7's ``add_workspace_folder`` sends ``removed: [{}]``; strict
+    deserialization would drop the whole notification, and with it the warning.
+    """
+
+    def structure_message(self, data):
+        if isinstance(data, dict) and data.get("method") == types.WORKSPACE_DID_CHANGE_WORKSPACE_FOLDERS:
+            event = (data.get("params") or {}).get("event")
+            if isinstance(event, dict):
+                for key in ("added", "removed"):
+                    items = event.get(key)
+                    if isinstance(items, list):
+                        event[key] = [f for f in items if isinstance(f, dict) and isinstance(f.get("uri"), str)]
+        return super().structure_message(data)
+
+
+class RootGuardServer(LanguageServer):
+    def __init__(self) -> None:
+        super().__init__(
+            "rootguard",
+            __version__,
+            text_document_sync_kind=types.TextDocumentSyncKind.Full,
+            protocol_cls=RootGuardProtocol,
+        )
+        self._tracker = None
+        self.folders: list[str] = []
+        self.session_grants: set[tuple[str, str]] = set()
+        self._inventory_cache = None
+        self._watcher = None
+        self._published: set[str] = set()
+        self._inventory_task: asyncio.Future | None = None
+        self._tray = None
+
+    @property
+    def tracker(self):
+        """The window's domain state, built on first use (keeps start-up fast)."""
+        if self._tracker is None:
+            from lsp_bridge.lsp.tracker import RootTracker
+
+            self._tracker = RootTracker()
+        return self._tracker
+
+    # -- sending -------------------------------------------------------------
+
+    def send_status(self) -> None:
+        status = self.tracker.status()
+        status["approver"] = self.approver()
+        self.protocol.notify(STATUS, status)
+        if self._tray is not None:
+            self._tray.publish_status(status)
+
+    def approver(self) -> str:
+        """Who answers request-level accesses now: the tray, the editor, or nobody."""
+        if self._tray is not None and self._tray.connected:
+            return "tray"
+        window = self.client_capabilities.window
+        return "editor" if window is not None and window.show_message is not None else "none"
+
+    def warn(self, message: str) -> None:
+        self.window_show_message(types.ShowMessageParams(type=types.MessageType.Warning, message=message))
+
+    def publish_config_diagnostics(self) -> None:
+        from lsp_bridge.lsp.convert import disk_hints, group_by_file
+
+        grouped = group_by_file([*self.tracker.session.diagnostics, *disk_hints(self.tracker)])
+        for path in self._published - set(grouped):
+            self.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=from_fs_path(path), diagnostics=[]))
+        for path, diags in grouped.items():
+            if self.workspace.text_documents.get(from_fs_path(path)) is None:
+                self.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=from_fs_path(path), diagnostics=diags))
+        self._published = set(grouped)
+
+    # -- changes -------------------------------------------------------------
+
+    def apply_change(self, change) -> None:
+        """Status first, then (off the event loop) the slow parts."""
+        if change.after.paths != change.before.paths:
+            self.session_grants.clear()  # grants end when the workspace changes
+            if self._tray is not None:
+                self._tray.set_folders(self.tracker.session.folders)
+        self.send_status()
+        self.publish_config_diagnostics()
+        self.refresh_watches()
+        loop = asyncio.get_running_loop()
+        if change.widened:
+            if self._inventory_task is not None:
+                self._inventory_task.cancel()
+            self._inventory_task = asyncio.ensure_future(self._inventory_then_mounts())
+        else:
+            loop.run_in_executor(None, self._reconcile_mounts, loop)
+
+    async def _inventory_then_mounts(self) -> None:
+        """The warning matters most: mounts wait for it rather than share the CPU."""
+        try:
+            await self.run_inventory(warn=True)
+        finally:
+            loop = asyncio.get_running_loop()
+            loop.run_in_executor(None, self._reconcile_mounts, loop)
+
+    async def run_inventory(self, *, warn: bool) -> None:
+        from lsp_bridge.inventory.scan import InventoryCache
+
+        if self._inventory_cache is None:
+            self._inventory_cache = InventoryCache()
+        if warn:
+            # A new widening: count afresh. Watches are shallow (watch.py), so
+            # only file events between widenings are applied incrementally.
+            self._inventory_cache.invalidate()
+        reference, current = self.tracker.inventory_span()
+        progress = await self._progress_begin("Root Guard: measuring what the new root hands over")
+        loop = asyncio.get_running_loop()
+
+        def report_progress(message: str) -> None:
+            if progress:
+                loop.call_soon_threadsafe(self._progress_report, progress, message)
+
+        started = time.perf_counter()
+        try:
+            report = await loop.run_in_executor(
+                None, lambda: self._inventory_cache.report(reference, current, progress=report_progress)
+            )
+            log.info("inventory of %s took %.0f ms", ", ".join(current), (time.perf_counter() - started) * 1000)
+        except Exception as err:  # never let a scan error hide the warning
+            log.exception("inventory failed")
+            self.tracker.inventory_done(None)
+            if warn:
+                self.warn(self.tracker.warning_message([f"(inventory failed: {err})"]))
+            self.send_status()
+            return
+        finally:
+            self._progress_end(progress)
+        if self.tracker.inventory_span() != (reference, current):
+            return  # superseded by a newer change
+        self.tracker.inventory_done(report.to_json())
+        if warn:
+            self.warn(self.tracker.warning_message(report.describe()))
+        self.send_status()
+
+    def _reconcile_mounts(self, loop) -> None:
+        from lsp_bridge.inventory.report import mounts_report
+
+        try:
+            reconciliation = mounts_report(self.tracker.session)
+        except Exception:
+            log.exception("mount reconciliation failed")
+            return
+        loop.call_soon_threadsafe(self._mounts_ready, reconciliation)
+
+    def _mounts_ready(self, reconciliation) -> None:
+        self.tracker.set_mounts(reconciliation)
+        self.send_status()
+
+    # -- progress ------------------------------------------------------------
+
+    async def _progress_begin(self, title: str):
+        window = self.client_capabilities.window
+        if not (window and window.work_done_progress):
+            return None
+        token = f"rootguard-inventory-{uuid.uuid4().hex[:8]}"
+        try:
+            await self.work_done_progress.create_async(token)
+        except Exception:
+            return None
+        self.work_done_progress.begin(token, types.WorkDoneProgressBegin(title=title, cancellable=False))
+        return token
+
+    def _progress_report(self, token, message: str) -> None:
+        self.work_done_progress.report(token, types.WorkDoneProgressReport(message=message))
+
+    def _progress_end(self, token) -> None:
+        if token:
+            self.work_done_progress.end(token, types.WorkDoneProgressEnd(message="done"))
+
+    # -- tray ------------------------------------------------------------------
+
+    def connect_tray(self) -> None:
+        """Join the tray's approval broker when one runs (reconnects on its own)."""
+        try:
+            from lsp_bridge.approvals.tray_link import TrayLink
+        except ImportError:
+            return
+        self._tray = TrayLink.start(self)
+
+    # -- watching ------------------------------------------------------------
+
+    def refresh_watches(self) -> None:
+        from lsp_bridge.lsp.watch import Watcher, plan_watches
+
+        if self._watcher is None:
+            loop = asyncio.get_running_loop()
+            self._watcher = Watcher(lambda batch: loop.call_soon_threadsafe(self.on_files_changed, batch))
+        session = self.tracker.session
+        plan = plan_watches(
+            config_files=session.config_files(),
+            folders=session.scope.folders,
+            common_dirs=self.tracker.common_dirs(),
+            union=session.scope.union.paths,
+        )
+        self._watcher.apply(plan)
+
+    def on_files_changed(self, batch: set[str]) -> None:
+        """A debounced batch of changed paths: reload what configures us, recount the rest."""
+        from lsp_bridge.lsp.watch import is_on_config_path
+
+        log.debug("file events: %s", sorted(batch)[:20])
+        config_files = self.tracker.session.config_files()
+        unwatched = [f for f in config_files if os.path.dirname(f) not in self._watcher.watched]
+        structural = any(
+            p in config_files
+            or is_on_config_path(p, unwatched)  # e.g. the user config directory was just made
+            or os.path.basename(p) in (*CONFIG_NAMES, "mcp.json", ".mcp.json")
+            or "/worktrees" in p
+            or os.path.basename(p) == "worktrees"
+            for p in batch
+        )
+        if self._inventory_cache is not None:
+            for path in batch:
+                self._inventory_cache.file_changed(path)
+        change = self.tracker.reload() if structural else None
+        if change is not None:
+            self.apply_change(change)
+        if self.tracker.widened and self._inventory_cache is not None and not (change and change.widened):
+            asyncio.ensure_future(self.run_inventory(warn=False))
+
+    def shutdown_watches(self) -> None:
+        if self._watcher is not None:
+            self._watcher.stop()
+            self._watcher = None
+
+
+server = RootGuardServer()
+
+
+def _folders_from_initialize(params: types.InitializeParams) -> list[str]:
+    if params.workspace_folders:
+        return [to_fs_path(f.uri) for f in params.workspace_folders if f.uri.startswith("file:")]
+    if params.root_uri and params.root_uri.startswith("file:"):
+        return [to_fs_path(params.root_uri)]
+    return []  # no folder: no root, never the server's working directory
+
+
+@server.feature(types.INITIALIZE)
+def on_initialize(ls: RootGuardServer, params: types.InitializeParams) -> None:
+    ls.folders = _folders_from_initialize(params)
+    name = params.client_info.name if params.client_info else "unknown client"
+    log.info("initialize from %s with %d folder(s)", name, len(ls.folders))
+
+
+@server.feature(types.INITIALIZED)
+async def on_initialized(ls: RootGuardServer, params: types.InitializedParams) -> None:
+    ls.tracker.set_folders(ls.folders, initial=True)
+    ls.refresh_watches()  # before the first status: nothing changed after it goes unseen
+    ls.send_status()
+    ls.publish_config_diagnostics()
+    loop = asyncio.get_running_loop()
+    loop.run_in_executor(None, ls._reconcile_mounts, loop)
+    loop.run_in_executor(None, _warm_up_inventory)  # the first widening should not pay the imports
+    ls.connect_tray()
+
+
+def _warm_up_inventory() -> None:
+    from lsp_bridge.inventory.scan import warm_up
+
+    warm_up()
+
+
+@server.feature(types.WORKSPACE_DID_CHANGE_WORKSPACE_FOLDERS)
+async def on_folders_changed(ls: RootGuardServer, params: types.DidChangeWorkspaceFoldersParams) -> None:
+    removed = {to_fs_path(f.uri) for f in params.event.removed}
+    folders = [f for f in ls.folders if f not in removed]
+    folders += [to_fs_path(f.uri) for f in params.event.added if to_fs_path(f.uri) not in folders]
+    ls.folders = folders
+    ls.apply_change(ls.tracker.set_folders(folders))
+
+
+@server.feature(types.SHUTDOWN)
+def on_shutdown(ls: RootGuardServer, *args) -> None:
+    ls.shutdown_watches()
+    if ls._tray is not None:
+        ls._tray.close()
+
+
+# -- configuration documents ---------------------------------------------------
+
+
+def _is_config_document(ls: RootGuardServer, uri: str) -> bool:
+    if not uri.startswith("file:"):
+        return False
+    path = to_fs_path(uri)
+    return os.path.basename(path) in CONFIG_NAMES or path == ls.tracker.user_config_path()
+
+
+def _publish_buffer(ls: RootGuardServer, uri: str) -> None:
+    from lsp_bridge.lsp.convert import buffer_diagnostics
+
+    if not _is_config_document(ls, uri):
+        return
+    doc = ls.workspace.get_text_document(uri)
+    diags = buffer_diagnostics(ls.tracker, to_fs_path(uri), doc.source)
+    ls.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=uri, diagnostics=diags))
+
+
+@server.feature(types.TEXT_DOCUMENT_DID_OPEN)
+def on_open(ls: RootGuardServer, params: types.DidOpenTextDocumentParams) -> None:
+    _publish_buffer(ls, params.text_document.uri)
+
+
+@server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
+def on_change(ls: RootGuardServer, params: types.DidChangeTextDocumentParams) -> None:
+    _publish_buffer(ls, params.text_document.uri)
+
+
+@server.feature(types.TEXT_DOCUMENT_DID_SAVE)
+async def on_save(ls: RootGuardServer, params: types.DidSaveTextDocumentParams) -> None:
+    if _is_config_document(ls, params.text_document.uri):
+        ls.apply_change(ls.tracker.reload())
+        _publish_buffer(ls, params.text_document.uri)
+
+
+@server.feature(
+    types.TEXT_DOCUMENT_CODE_ACTION,
+    types.CodeActionOptions(code_action_kinds=[types.CodeActionKind.QuickFix]),
+)
+def on_code_action(ls: RootGuardServer, params: types.CodeActionParams):
+    from lsp_bridge.lsp.convert import migrate_edit
+
+    uri = params.text_document.uri
+    if not _is_config_document(ls, uri):
+        return None
+    doc = ls.workspace.get_text_document(uri)
+    edit = migrate_edit(uri, to_fs_path(uri), doc.source)
+    if edit is None:
+        return None
+    related = [d for d in params.context.diagnostics if d.code == "deprecated-v1-boolean"]
+    return [
+        types.CodeAction(
+            title="Migrate to version 2",
+            kind=types.CodeActionKind.QuickFix,
+            diagnostics=related or None,
+            edit=edit,
+            is_preferred=True,
+        )
+    ]
+
+
+@server.command(MIGRATE_COMMAND)
+async def migrate_command(ls: RootGuardServer, args: list[Any]):
+    from lsp_bridge.lsp.convert import migrate_edit
+
+    uri = args[0] if args else from_fs_path(ls.tracker.user_config_path())
+    path = to_fs_path(uri)
+    doc = ls.workspace.text_documents.get(uri)
+    text = doc.source if doc is not None else _read(path)
+    edit = migrate_edit(uri, path, text) if text is not None else None
+    if edit is None:
+        return {"applied": False, "reason": "already version 2, invalid, or unreadable"}
+    result = await ls.workspace_apply_edit_async(types.ApplyWorkspaceEditParams(edit=edit, label="Migrate to version 2"))
+    return {"applied": bool(result.applied)}
+
+
+def _read(path: str) -> str | None:
+    try:
+        with open(path, encoding="utf-8") as handle:
+            return handle.read()
+    except OSError:
+        return None
+
+
+# -- requests for the extension ------------------------------------------------
+
+
+@server.feature(EXPLAIN)
+def on_explain(ls: RootGuardServer, params: Any):
+    from lsp_bridge.core.policy import PolicyInputError
+
+    raw = param(params, "path")
+    op = param(params, "op")
+    if not isinstance(raw, str) or not raw:
+        return {"error": "explain needs a path"}
+    path = to_fs_path(raw) if raw.startswith("file:") else raw
+    ops = [op] if op else ["read", "write", "delete"]
+    policy = ls.tracker.session.policy
+    try:
+        decisions = [policy.decide(o, path) for o in ops]
+    except PolicyInputError as err:
+        return {"error": str(err)}
+    return {
+        "path": decisions[0].path,
+        "decisions": [{"op": o, "decision": d.decision, "rule": d.rule, "reason": d.reason} for o, d in zip(ops, decisions)],
+    }
+
+
+@server.feature(INVENTORY)
+def on_inventory(ls: RootGuardServer, params: Any):
+    return ls.tracker.inventory
+
+
+@server.feature(ACCESS)
+async def on_access(ls: RootGuardServer, params: Any):
+    """Decide an access for a tool; request-level ones go to a person."""
+    return await ask_person(ls, params)

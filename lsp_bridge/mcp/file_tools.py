@@ -1,0 +1,874 @@
+"""The guarded file tools as plain Python: (project id, relative path) -> resolver -> policy -> safe I/O.
+
+Every tool call goes through the same steps (seed 003, "un résolveur de chemin
+fermé", one control for every tool):
+
+1. ``FileTools.plan``: each target is resolved inside its project by the closed
+   resolver (``resolver.resolve_in_projects``) and decided by the one policy
+   engine; a batch (``apply_patch``) is decided whole before anything happens.
+2. The caller obtains an approval when the plan says ``request`` (the tray, the
+   MCP client, or nobody: that is the front end's business).
+3. ``FileTools.conclude``: the final decision is written to the audit log, one
+   line per target, then the I/O runs through ``safe_io`` (directory
+   descriptors, ``O_NOFOLLOW``, temp file + rename).
+
+No MCP import here: ``mcp_server`` is a thin front end over this module.
+"""
+
+from __future__ import annotations
+
+import difflib
+import fnmatch
+import hashlib
+import json
+import os
+import re
+import stat
+import time
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any, Mapping, Sequence
+
+from lsp_bridge.mcp import safe_io
+from lsp_bridge.mcp.audit import AuditLog, now_text, root_digest
+from lsp_bridge.core.paths import canonical, is_within
+from lsp_bridge.core.policy import Decision, Target, oracle_inside
+from lsp_bridge.core.resolver import Resolved, ResolveError, resolve, resolve_in_projects
+from lsp_bridge.core.session import Session, open_session
+
+ERROR_CODES = (
+    "absolute_path_denied", "path_outside_project", "unknown_project", "symlink_not_permitted",
+    "approval_denied", "approval_timeout", "no_approver", "invalid_path", "special_file",
+    "policy_denied", "batch_rejected", "path_changed", "invalid_arguments", "unknown_tool",
+    "not_found", "already_exists", "is_a_directory", "not_a_directory", "file_too_large",
+    "binary_file", "edit_not_found", "edit_ambiguous", "io_error", "audit_unavailable", "workspace_changed",
+)
+ALLOWING = ("allow_once", "allow_session", "always")
+APPROVAL_CODES = {"deny": "approval_denied", "timeout": "approval_timeout", "no_approver": "no_approver"}
+TOOLS = (
+    "list_projects", "read_file", "list_directory", "search_files", "get_file_info",
+    "write_file", "edit_file", "move_file", "delete_file", "apply_patch",
+)
+_OPERATION = {
+    "read_file": "read", "list_directory": "read", "search_files": "read", "get_file_info": "read",
+    "write_file": "write", "edit_file": "write", "apply_patch": "write",
+    "move_file": "rename", "delete_file": "delete",
+}
+_PATH_ARGS = {"project_id", "relative_path"}
+ARGUMENTS = {
+    "read_file": _PATH_ARGS,
+    "list_directory": _PATH_ARGS,
+    "get_file_info": _PATH_ARGS,
+    "delete_file": _PATH_ARGS,
+    "search_files": _PATH_ARGS | {"pattern", "query", "max_results", "case_sensitive"},
+    "write_file": _PATH_ARGS | {"content"},
+    "edit_file": _PATH_ARGS | {"edits", "dry_run"},
+    "move_file": {"project_id", "source", "destination"},
+    "apply_patch": {"project_id", "changes"},
+}
+_STRICTNESS = {"allow": 0, "request": 1, "deny": 2}
+_SLUG = re.compile(r"[^A-Za-z0-9._-]+")
+SKIP_DIRS = frozenset({".git"})
+MAX_CHANGES = 100
+
+
+class ToolError(Exception):
+    """A refused or failed call: a ``code`` from ``ERROR_CODES`` and a message naming the path."""
+
+    def __init__(self, code: str, message: str, correlation_id: str | None = None) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.correlation_id = correlation_id
+
+    def to_json(self) -> dict:
+        return {"code": self.code, "message": self.message, "correlation_id": self.correlation_id}
+
+
+@dataclass(frozen=True)
+class Caller:
+    """Who calls, for the audit log."""
+
+    client: str = "unknown"
+    session_id: str = ""
+    protocol_version: str = ""
+
+
+@dataclass(frozen=True)
+class Limits:
+    read_bytes: int = 1024 * 1024
+    list_entries: int = 2000
+    search_results: int = 50
+    search_results_max: int = 500
+    search_files: int = 20000
+
+
+@dataclass(frozen=True)
+class Project:
+    id: str
+    root: str  # canonical
+    origin: str  # root | worktree
+
+
+@dataclass
+class Piece:
+    """One need on one canonical path, as the engine decided it."""
+
+    need: str  # read | write | delete
+    path: str
+    decision: Decision
+    verdict: str  # after session grants
+
+
+@dataclass
+class Access:
+    """One target of a call: what was given, how it resolved, how it was decided."""
+
+    given: Any
+    needs: tuple[str, ...]
+    dest_given: Any = None
+    resolved: Resolved | None = None
+    dest: Resolved | None = None
+    pieces: list[Piece] = field(default_factory=list)
+    verdict: str = "deny"  # allow | request | deny
+    policy: str | None = None  # the engine's verdict before session grants
+    rule: str | None = None
+    reason: str = ""
+    code: str | None = None
+    canonicalization: str = "not_resolved"
+
+
+@dataclass
+class Plan:
+    """A decided call, waiting for an approval (``request``) or for ``conclude``."""
+
+    tool: str
+    args: dict
+    caller: Caller
+    correlation_id: str
+    project_id: Any
+    accesses: list[Access]
+    verdict: str
+    reason: str
+    code: str | None = None
+    rule: str | None = None
+
+    @property
+    def operation(self) -> str:
+        return _OPERATION.get(self.tool, "read")
+
+    def approval_targets(self) -> list[dict]:
+        """The request-level pieces, in the tray protocol's target shape."""
+        targets = []
+        for access in self.accesses:
+            for piece in access.pieces:
+                if piece.verdict == "request":
+                    root = piece.decision.root or (access.resolved.root if access.resolved else None)
+                    relative = _relative_or_none(piece.path, access.resolved.root) if access.resolved else None
+                    targets.append({"path": piece.path, "relative": relative, "root": root, "need": piece.need})
+        return targets
+
+    def fingerprint(self) -> str:
+        """Binds an approval to this exact call and these exact targets."""
+        pieces = sorted((p.need, p.path, p.decision.decision) for a in self.accesses for p in a.pieces)
+        text = json.dumps([self.tool, self.args, pieces], sort_keys=True, default=str)
+        return hashlib.sha256(text.encode()).hexdigest()
+
+    def describe(self) -> str:
+        """One line for a prompt: who wants what, where, and why it needs approval."""
+        targets = ", ".join(f"{t['need']} {t['relative'] or t['path']}" for t in self.approval_targets())
+        rule = f" (rule {self.rule})" if self.rule else ""
+        return f"{self.tool} in project {self.project_id}: {targets}{rule}. {self.reason}"
+
+
+def assign_project_ids(roots: Sequence[str], taken: dict[str, str]) -> dict[str, str]:
+    """Stable ids: the folder name, then ``name-2``... An id once bound to a root is never reused.
+
+    ``taken`` (id -> root) is updated in place and must outlive root changes, so an
+    old project id can never silently point at another folder.
+    """
+    ids: dict[str, str] = {}
+    for root in roots:
+        known = next((i for i, r in taken.items() if r == root), None)
+        if known is not None:
+            ids[known] = root
+            continue
+        base = _SLUG.sub("-", os.path.basename(root.rstrip(os.sep))).strip("-.") or "project"
+        candidate, n = base, 2
+        while candidate in taken:
+            candidate, n = f"{base}-{n}", n + 1
+        taken[candidate] = root
+        ids[candidate] = root
+    return ids
+
+
+# ---------------------------------------------------------------------------
+
+
+class FileTools:
+    """The file tools over one set of roots: one policy session, one project map."""
+
+    def __init__(
+        self,
+        roots: Sequence[str],
+        *,
+        env: Mapping[str, str] = os.environ,
+        audit: AuditLog | None = None,
+        mirror: bool = False,
+        limits: Limits = Limits(),
+        taken_ids: dict[str, str] | None = None,
+    ):
+        self.roots = tuple(canonical(r) for r in roots)
+        self.session: Session = open_session(list(self.roots), env)
+        self.audit = audit
+        self.mirror = mirror
+        self.limits = limits
+        self.grants: set[tuple[str, str]] = set()  # (need, canonical): "allow for this session"
+        self._taken = taken_ids if taken_ids is not None else {}
+        self.projects = self._projects()
+        self._project_roots = {p.id: p.root for p in self.projects}
+        self._config_mark = self._config_signature()
+        self._config_checked = time.monotonic()
+
+    # -- projects --------------------------------------------------------------
+
+    def _projects(self) -> list[Project]:
+        worktrees = []
+        scope = self.session.scope
+        for wt in scope.worktrees if scope else ():
+            path = os.path.realpath(wt.path)
+            if wt.mode != "ignore" and os.path.isdir(path) and scope.union.contains(path) and path not in self.roots:
+                worktrees.append(path)
+        ids = assign_project_ids([*self.roots, *dict.fromkeys(worktrees)], self._taken)
+        return [Project(i, r, "root" if r in self.roots else "worktree") for i, r in ids.items()]
+
+    @property
+    def project_ids(self) -> list[str]:
+        return [p.id for p in self.projects]
+
+    def list_projects(self) -> dict:
+        return {
+            "projects": [
+                {"project_id": p.id, "name": os.path.basename(p.root), "origin": p.origin} for p in self.projects
+            ]
+        }
+
+    # -- step 1: plan ----------------------------------------------------------
+
+    def plan(self, tool: str, args: Any, caller: Caller = Caller()) -> Plan:
+        """Resolve and decide every target of the call; nothing is read or written yet."""
+        cid = os.urandom(16).hex()
+        self._maybe_reload()
+        args = dict(args) if isinstance(args, dict) else {}
+        project_id = args.get("project_id")
+        try:
+            if tool not in TOOLS or tool == "list_projects":
+                raise ToolError("unknown_tool", f"unknown tool {tool!r}")
+            accesses = self._accesses(tool, args)
+        except ToolError as err:
+            access = Access(args.get("relative_path", args.get("source")), (), code=err.code, reason=err.message)
+            return Plan(tool, args, caller, cid, project_id, [access], "deny", err.message, err.code)
+        for access in accesses:
+            if access.resolved is not None:
+                self._decide(access)
+        return self._overall(tool, args, caller, cid, project_id, accesses)
+
+    def _accesses(self, tool: str, args: dict) -> list[Access]:
+        unknown = sorted(set(args) - ARGUMENTS[tool])
+        if unknown:
+            raise ToolError("invalid_arguments", f"unknown argument(s) for {tool}: {', '.join(map(str, unknown))}")
+        pid = args.get("project_id")
+        if not isinstance(pid, str):
+            raise ToolError("invalid_arguments", "project_id must be a string (see list_projects)")
+        if tool == "apply_patch":
+            return self._patch_accesses(pid, args)
+        if tool == "move_file":
+            _require_str(args, "source")
+            _require_str(args, "destination")
+            access = self._resolve(pid, args["source"], ("rename",), for_read=False)
+            access.dest_given = args["destination"]
+            if access.resolved is not None:
+                self._resolve_dest(pid, access)
+            return [access]
+        needs = {"edit_file": ("read", "write"), "write_file": ("write",), "delete_file": ("delete",)}.get(
+            tool, ("read",)
+        )
+        listing = tool in ("list_directory", "search_files")
+        if listing:
+            args.setdefault("relative_path", ".")
+        _require_str(args, "relative_path")
+        _check_tool_args(tool, args, self.limits)
+        access = self._resolve(pid, args["relative_path"], needs, for_read=needs == ("read",))
+        if tool == "delete_file":
+            _refuse_leaf_link(access)
+        return [access]
+
+    def _patch_accesses(self, pid: str, args: dict) -> list[Access]:
+        changes = args.get("changes")
+        if not isinstance(changes, list) or not 1 <= len(changes) <= MAX_CHANGES:
+            raise ToolError("invalid_arguments", f"changes must be a list of 1 to {MAX_CHANGES} changes")
+        accesses = []
+        for index, change in enumerate(changes):
+            kind = _change_kind(change, index)
+            needs = {"edits": ("read", "write"), "content": ("write",), "delete": ("delete",)}[kind]
+            access = self._resolve(pid, change["relative_path"], needs, for_read=False)
+            if kind == "delete":
+                _refuse_leaf_link(access)
+            accesses.append(access)
+        seen: set[str] = set()
+        for access in accesses:
+            if access.resolved is not None:
+                if access.resolved.canonical in seen:
+                    raise ToolError("invalid_arguments", f"{access.given!r} appears twice in one batch; merge its changes")
+                seen.add(access.resolved.canonical)
+        return accesses
+
+    def _resolve(self, pid: str, given: Any, needs: tuple[str, ...], *, for_read: bool) -> Access:
+        access = Access(given, needs)
+        try:
+            access.resolved = resolve_in_projects(self._project_roots, pid, given, for_read=for_read)
+        except ResolveError as err:
+            access.code, access.reason, access.canonicalization = err.code, err.message, err.code
+            return access
+        access.canonicalization = "resolved_through_symlink" if access.resolved.traversed_symlink else "resolved"
+        return access
+
+    def _resolve_dest(self, pid: str, access: Access) -> None:
+        try:
+            access.dest = resolve_in_projects(self._project_roots, pid, access.dest_given)
+        except ResolveError as err:
+            access.resolved = None
+            access.code, access.canonicalization = err.code, f"destination: {err.code}"
+            access.reason = f"destination: {err.message}"
+            return
+        _refuse_leaf_link(access)
+
+    def _decide(self, access: Access) -> None:
+        """Engine decisions for each need of one resolved target (plus session grants)."""
+        policy = self.session.policy
+        try:
+            target = self._target(access.resolved)
+            if access.needs == ("rename",):
+                whole = policy.decide_rename(target, self._target(access.dest))
+                source = policy.decide_target("delete", target)
+                access.pieces = [
+                    Piece("delete", target.canonical, source, source.decision),
+                    Piece("write", whole.dest.path, whole.dest, whole.dest.decision),
+                ]
+                if whole.decision == "deny" and "deny" not in (source.decision, whole.dest.decision):
+                    access.pieces[0] = Piece("delete", target.canonical, whole, "deny")  # spans differing roots
+            else:
+                access.pieces = [
+                    Piece(need, target.canonical, d, d.decision)
+                    for need in access.needs
+                    for d in [policy.decide_target(need, target)]
+                ]
+        except _Changed as changed:
+            access.code, access.reason, access.verdict = "path_changed", str(changed), "deny"
+            return
+        worst = max(access.pieces, key=lambda p: _STRICTNESS[p.verdict])
+        access.policy = worst.verdict
+        for piece in access.pieces:
+            if piece.verdict == "request" and (piece.need, piece.path) in self.grants:
+                piece.verdict = "allow"
+        worst = max(access.pieces, key=lambda p: _STRICTNESS[p.verdict])
+        access.verdict, access.rule = worst.verdict, worst.decision.rule
+        access.reason = worst.decision.reason
+        if access.policy == "request" and access.verdict == "allow":
+            access.reason = f"allowed for this session earlier ({access.reason})"
+        if access.verdict == "deny":
+            access.code = _deny_code(worst.decision, access)
+
+    def _target(self, resolved: Resolved) -> Target:
+        """The engine's view of a resolved path; links are listed only when one was met."""
+        if not resolved.traversed_symlink:
+            return Target(resolved.canonical)
+        target = self.session.policy.resolve(resolved.lexical)
+        if target.canonical != resolved.canonical:
+            raise _Changed(f"{resolved.relative} changed while it was being resolved; nothing was done")
+        return target
+
+    def _overall(self, tool, args, caller, cid, project_id, accesses: list[Access]) -> Plan:
+        denied = [a for a in accesses if a.verdict == "deny"]
+        if denied:
+            first = denied[0]
+            return Plan(tool, args, caller, cid, project_id, accesses, "deny", first.reason, first.code, first.rule)
+        if len(accesses) > 1:
+            span = self._span_conflict(accesses)
+            if span:
+                return Plan(tool, args, caller, cid, project_id, accesses, "deny", span, "policy_denied")
+        pending = [a for a in accesses if a.verdict == "request"]
+        if pending:
+            reason = pending[0].reason if len(pending) == 1 else f"{len(pending)} of {len(accesses)} targets need approval"
+            return Plan(tool, args, caller, cid, project_id, accesses, "request", reason, None, pending[0].rule)
+        reason = accesses[0].reason if len(accesses) == 1 else "every target is allowed"
+        return Plan(tool, args, caller, cid, project_id, accesses, "allow", reason, None, accesses[0].rule)
+
+    def _span_conflict(self, accesses: list[Access]) -> str | None:
+        paths = [p.path for a in accesses for p in a.pieces]
+        return self.session.policy.span_conflict(paths)  # the engine's own rule for multi-root calls
+
+    # -- step 3: conclude ------------------------------------------------------
+
+    def conclude(self, plan: Plan, approval: str | None = None, approver: str | None = None) -> dict:
+        """Log the final decision, then do the I/O. Raises ``ToolError`` when refused or failed.
+
+        ``approval`` is the approver's answer for a ``request`` plan: ``allow_once``,
+        ``allow_session``, ``always``, ``deny``, ``timeout`` or ``no_approver``.
+        """
+        if plan.verdict == "deny":
+            raise self.reject(plan, plan.code or "policy_denied", plan.reason)
+        if plan.verdict == "request":
+            if approval not in ALLOWING:
+                code = APPROVAL_CODES.get(approval or "no_approver", "approval_denied")
+                raise self.reject(plan, code, _refusal_text(code, approver, plan.reason), approval, approver)
+            self._apply_approval(plan, approval)
+            self._log(plan, "allow", None, f"{approval} by {approver or 'the approver'} ({plan.reason})",
+                      approval=approval, approver=approver)
+        else:
+            self._log(plan, "allow", None, plan.reason)
+        try:
+            result = _RUNNERS[plan.tool](self, plan)
+        except safe_io.SafeIOError as err:
+            raise ToolError(err.code, err.message, plan.correlation_id) from None
+        except ToolError as err:
+            err.correlation_id = plan.correlation_id
+            raise
+        result["correlation_id"] = plan.correlation_id
+        return result
+
+    def reject(self, plan: Plan, code: str, reason: str, approval: str | None = None,
+               approver: str | None = None) -> ToolError:
+        """Log a refusal of ``plan`` and return the error to raise."""
+        self._log(plan, "deny", code, reason, approval=approval, approver=approver)
+        return ToolError(code, reason, plan.correlation_id)
+
+    def _apply_approval(self, plan: Plan, approval: str) -> None:
+        if approval == "allow_session":
+            for target in plan.approval_targets():
+                self.grants.add((target["need"], target["path"]))
+        elif approval == "always":
+            self.session.reload_configs()  # the tray wrote a rule to the user file
+
+    # -- audit -----------------------------------------------------------------
+
+    def _log(self, plan: Plan, decision: str, code: str | None, reason: str, *,
+             approval: str | None = None, approver: str | None = None) -> None:
+        if self.audit is None:
+            return
+        try:
+            for access in plan.accesses:
+                own_code, own_reason = code, reason
+                if plan.verdict == "deny":
+                    if access.verdict == "deny":  # this target is why
+                        own_code, own_reason = access.code or code, access.reason or reason
+                    else:
+                        own_code, own_reason = "batch_rejected", f"the batch was rejected: {plan.reason}"
+                self.audit.record(self._record(plan, access, decision, own_code, own_reason, approval, approver))
+        except OSError as err:
+            raise ToolError("audit_unavailable", f"{err}; nothing was done", plan.correlation_id) from None
+
+    def _record(self, plan, access: Access, decision, code, reason, approval, approver) -> dict:
+        root = access.resolved.root if access.resolved else self._project_roots.get(plan.project_id)
+        record = {
+            "time": now_text(),
+            "client": plan.caller.client,
+            "session_id": plan.caller.session_id,
+            "protocol_version": plan.caller.protocol_version,
+            "tool": plan.tool,
+            "project_id": plan.project_id if isinstance(plan.project_id, str) else None,
+            "root_digest": root_digest(root) if root else None,
+            "relative_path": access.given if isinstance(access.given, str) else None,
+            "canonicalization": access.canonicalization,
+            "decision": decision,
+            "reason": reason,
+            "correlation_id": plan.correlation_id,
+            "op": ",".join(access.needs) or None,
+            "policy": access.policy,
+            "rule": access.rule,
+            "code": code,
+        }
+        if access.dest_given is not None:
+            record["dest_relative_path"] = access.dest_given if isinstance(access.dest_given, str) else None
+        if approval is not None:
+            record["approval"] = approval
+            record["approver"] = approver
+        if self.mirror and root:
+            record["mirror"] = self._mirror(root, access, decision)
+        return record
+
+    def _mirror(self, root: str, access: Access, decision: str) -> dict:
+        """What a plain roots-union check (``any(path under root)``) would have said."""
+        roots = list(self._project_roots.values())
+        given = [g for g in (access.given, access.dest_given) if g is not None]
+        inside = all(isinstance(g, str) and oracle_inside(os.path.normpath(os.path.join(root, g)), roots) for g in given)
+        union = "allow" if inside else "deny"
+        return {"roots_union": union, "agrees": union == decision}
+
+    # -- configuration changes ---------------------------------------------------
+
+    def _maybe_reload(self) -> None:
+        """Pick up edited configuration files (checked at most once a second)."""
+        now = time.monotonic()
+        if now - self._config_checked < 1.0:
+            return
+        self._config_checked = now
+        mark = self._config_signature()
+        if mark != self._config_mark:
+            self._config_mark = mark
+            self.session.reload_configs()
+
+    def _config_signature(self) -> tuple:
+        marks = []
+        for path in self.session.config_files():
+            try:
+                info = os.stat(path)
+                marks.append((path, info.st_mtime_ns, info.st_size, info.st_ino))
+            except OSError:
+                marks.append((path, None))
+        return tuple(marks)
+
+    # -- peeking (listing and search filter their results with the same engine) --
+
+    def peek(self, root: str, relative: str, need: str = "read") -> tuple[str, Resolved | None]:
+        """The verdict for a path found while listing: allow, request or deny."""
+        try:
+            resolved = resolve(root, relative.replace("%", "%25"))
+            target = self._target(resolved)
+        except (ResolveError, _Changed):
+            return "deny", None
+        verdict = self.session.policy.decide_target(need, target).decision
+        if verdict == "request" and (need, target.canonical) in self.grants:
+            verdict = "allow"
+        return verdict, resolved
+
+
+class _Changed(Exception):
+    """A path resolved differently the second time: fail closed."""
+
+
+# ---------------------------------------------------------------------------
+# Argument checks
+
+
+def _require_str(args: dict, name: str) -> None:
+    if not isinstance(args.get(name), str):
+        raise ToolError("invalid_arguments", f"{name} must be a string")
+
+
+def _check_tool_args(tool: str, args: dict, limits: Limits) -> None:
+    if tool == "write_file":
+        _require_str(args, "content")
+    elif tool == "edit_file":
+        _check_edits(args.get("edits"), "edits")
+        if not isinstance(args.get("dry_run", False), bool):
+            raise ToolError("invalid_arguments", "dry_run must be true or false")
+    elif tool == "search_files":
+        for name in ("pattern", "query"):
+            if args.get(name) is not None and not isinstance(args[name], str):
+                raise ToolError("invalid_arguments", f"{name} must be a string")
+        most = args.get("max_results", limits.search_results)
+        if not isinstance(most, int) or isinstance(most, bool) or not 1 <= most <= limits.search_results_max:
+            raise ToolError("invalid_arguments", f"max_results must be an integer from 1 to {limits.search_results_max}")
+        if not isinstance(args.get("case_sensitive", False), bool):
+            raise ToolError("invalid_arguments", "case_sensitive must be true or false")
+
+
+def _check_edits(edits: Any, where: str) -> None:
+    if not isinstance(edits, list) or not edits:
+        raise ToolError("invalid_arguments", f"{where} must be a non-empty list of {{old_text, new_text}}")
+    for index, edit in enumerate(edits):
+        if (
+            not isinstance(edit, dict)
+            or not isinstance(edit.get("old_text"), str)
+            or not edit["old_text"]
+            or not isinstance(edit.get("new_text"), str)
+            or set(edit) - {"old_text", "new_text"}
+        ):
+            raise ToolError("invalid_arguments", f"{where}[{index}] needs a non-empty old_text and a new_text (strings)")
+
+
+def _change_kind(change: Any, index: int) -> str:
+    where = f"changes[{index}]"
+    if not isinstance(change, dict) or not isinstance(change.get("relative_path"), str):
+        raise ToolError("invalid_arguments", f"{where} needs a relative_path (string)")
+    kinds = [k for k in ("edits", "content", "delete") if k in change]
+    if len(kinds) != 1 or set(change) - {"relative_path", "edits", "content", "delete"}:
+        raise ToolError("invalid_arguments", f"{where} needs exactly one of edits, content or delete")
+    kind = kinds[0]
+    if kind == "edits":
+        _check_edits(change["edits"], f"{where}.edits")
+    elif kind == "content" and not isinstance(change["content"], str):
+        raise ToolError("invalid_arguments", f"{where}.content must be a string")
+    elif kind == "delete" and change["delete"] is not True:
+        raise ToolError("invalid_arguments", f"{where}.delete must be true")
+    return kind
+
+
+def _refuse_leaf_link(access: Access) -> None:
+    """Moving or deleting acts on a name: a link there is refused rather than guessed at."""
+    for resolved, given in ((access.resolved, access.given), (access.dest, access.dest_given)):
+        if resolved is not None and resolved.relative and os.path.islink(resolved.lexical):
+            access.resolved = None
+            access.code = access.canonicalization = "symlink_not_permitted"
+            access.reason = f"{given!r} is a symbolic link; move_file, delete_file and apply_patch deletions act on regular files only"
+            return
+
+
+def _deny_code(decision: Decision, access: Access) -> str:
+    through_link = access.resolved is not None and access.resolved.traversed_symlink
+    if through_link and ("symbolic link" in decision.reason or "follow_symlinks" in decision.reason):
+        return "symlink_not_permitted"
+    return "policy_denied"
+
+
+def _refusal_text(code: str, approver: str | None, reason: str) -> str:
+    if code == "no_approver":
+        return (f"approval required but no approver is available (no Root Guard tray is running and the "
+                f"MCP client cannot ask): denied. Policy: {reason}")
+    if code == "approval_timeout":
+        return f"approval required but nobody answered in time ({approver or 'approver'}): denied once. Policy: {reason}"
+    return f"denied by {approver or 'the approver'}. Policy: {reason}"
+
+
+def _relative_or_none(path: str, root: str) -> str | None:
+    if path == root:
+        return ""
+    return path[len(root) + 1:] if is_within(path, root) else None
+
+
+def _canonical_rel(resolved: Resolved) -> str:
+    """The canonical path below the root: what safe_io walks."""
+    return _relative_or_none(resolved.canonical, resolved.root) or ""
+
+
+def _encode(relative: str) -> str:
+    """A path as the resolver expects it back (``%`` escaped)."""
+    return relative.replace("%", "%25")
+
+
+# ---------------------------------------------------------------------------
+# The tools' I/O (only reached after an allow)
+
+
+def _text_of(data: bytes) -> str | None:
+    if b"\x00" in data[:8192]:
+        return None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+
+
+def _read_text(tools: FileTools, resolved: Resolved) -> str:
+    data = safe_io.read_file(resolved.root, _canonical_rel(resolved), limit=tools.limits.read_bytes)
+    text = _text_of(data)
+    if text is None:
+        raise ToolError("binary_file", f"{resolved.relative} is a binary file; it cannot be edited as text")
+    return text
+
+
+def run_read_file(tools: FileTools, plan: Plan) -> dict:
+    resolved = plan.accesses[0].resolved
+    data = safe_io.read_file(resolved.root, _canonical_rel(resolved), limit=tools.limits.read_bytes)
+    text = _text_of(data)
+    return {"project_id": plan.project_id, "relative_path": resolved.relative, "size": len(data),
+            "binary": text is None, "text": text}
+
+
+def run_list_directory(tools: FileTools, plan: Plan) -> dict:
+    resolved = plan.accesses[0].resolved
+    entries, hidden, truncated = [], 0, False
+    for entry in safe_io.list_directory(resolved.root, _canonical_rel(resolved)):
+        relative = f"{resolved.relative}/{entry.name}" if resolved.relative else entry.name
+        verdict, _ = tools.peek(resolved.root, relative)
+        if verdict == "deny":
+            hidden += 1
+            continue
+        if len(entries) >= tools.limits.list_entries:
+            truncated = True
+            break
+        item = {"name": entry.name, "type": entry.kind, "relative_path": _encode(relative)}
+        if verdict == "request":
+            item["needs_approval"] = True
+        entries.append(item)
+    return {"project_id": plan.project_id, "relative_path": resolved.relative, "entries": entries,
+            "hidden": hidden, "truncated": truncated}
+
+
+def run_search_files(tools: FileTools, plan: Plan) -> dict:
+    resolved = plan.accesses[0].resolved
+    args = plan.args
+    pattern = args.get("pattern") or "*"
+    query = args.get("query") or None
+    fold = not args.get("case_sensitive", False)
+    most = args.get("max_results", tools.limits.search_results)
+    start = _canonical_rel(resolved)
+    if not stat.S_ISDIR(safe_io.file_info(resolved.root, start).st_mode):
+        raise ToolError("not_a_directory", f"{resolved.relative} is not a directory; search_files searches below one")
+    found: list[dict] = []
+    counts = {"scanned": 0, "hidden": 0, "needs_approval": 0, "binary_skipped": 0}
+    truncated = False
+    for path in safe_io.walk_files(resolved.root, start, skip_dirs=SKIP_DIRS, limit=tools.limits.search_files):
+        counts["scanned"] += 1
+        if not _glob_match(path, start, pattern, fold):
+            continue
+        verdict, target = tools.peek(resolved.root, path)
+        if verdict == "deny":
+            counts["hidden"] += 1
+            continue
+        if verdict == "request":
+            counts["needs_approval"] += 1
+            if query is None:
+                found.append({"relative_path": _encode(path), "needs_approval": True})
+        elif query is None:
+            found.append({"relative_path": _encode(path)})
+        else:
+            found.extend(_grep(tools, target, path, query, fold, most - len(found), counts))
+        if len(found) >= most:
+            truncated = True
+            found = found[:most]
+            break
+    else:
+        truncated = counts["scanned"] >= tools.limits.search_files
+    return {"project_id": plan.project_id, "relative_path": resolved.relative, "pattern": pattern,
+            "matches": found, "truncated": truncated, **counts}
+
+
+def _glob_match(path: str, start: str, pattern: str, fold: bool) -> bool:
+    below = path[len(start) + 1:] if start else path
+    subject = below if "/" in pattern else below.rsplit("/", 1)[-1]
+    if fold:
+        return fnmatch.fnmatchcase(subject.lower(), pattern.lower())
+    return fnmatch.fnmatchcase(subject, pattern)
+
+
+def _grep(tools: FileTools, target: Resolved, shown: str, query: str, fold: bool, room: int, counts: dict) -> list[dict]:
+    try:
+        data = safe_io.read_file(target.root, _canonical_rel(target), limit=tools.limits.read_bytes)
+    except safe_io.SafeIOError:
+        return []
+    text = _text_of(data)
+    if text is None:
+        counts["binary_skipped"] += 1
+        return []
+    needle = query.lower() if fold else query
+    hits = []
+    for number, line in enumerate(text.splitlines(), 1):
+        if needle in (line.lower() if fold else line):
+            hits.append({"relative_path": _encode(shown), "line": number, "text": line[:240]})
+            if len(hits) >= room:
+                break
+    return hits
+
+
+def run_get_file_info(tools: FileTools, plan: Plan) -> dict:
+    resolved = plan.accesses[0].resolved
+    info = safe_io.file_info(resolved.root, _canonical_rel(resolved))
+    kind = ("directory" if stat.S_ISDIR(info.st_mode) else "file" if stat.S_ISREG(info.st_mode)
+            else "symlink" if stat.S_ISLNK(info.st_mode) else "other")
+    modified = datetime.fromtimestamp(info.st_mtime, timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z")
+    return {"project_id": plan.project_id, "relative_path": resolved.relative, "type": kind, "size": info.st_size,
+            "modified": modified, "permissions": oct(stat.S_IMODE(info.st_mode)),
+            "through_symlink": resolved.traversed_symlink, "canonical_relative_path": _encode(_canonical_rel(resolved))}
+
+
+def run_write_file(tools: FileTools, plan: Plan) -> dict:
+    resolved = plan.accesses[0].resolved
+    data = plan.args["content"].encode("utf-8")
+    created = safe_io.write_file(resolved.root, _canonical_rel(resolved), data)
+    return {"project_id": plan.project_id, "relative_path": resolved.relative, "created": created, "size": len(data)}
+
+
+def apply_edits(text: str, edits: list[dict], shown: str) -> str:
+    """Exact-match replacements, in order; each ``old_text`` must occur exactly once."""
+    for index, edit in enumerate(edits):
+        count = text.count(edit["old_text"])
+        if count == 0:
+            raise ToolError("edit_not_found", f"{shown}: edit {index + 1}: old_text was not found; nothing was changed")
+        if count > 1:
+            raise ToolError("edit_ambiguous", f"{shown}: edit {index + 1}: old_text occurs {count} times; "
+                                              "include more surrounding text; nothing was changed")
+        text = text.replace(edit["old_text"], edit["new_text"], 1)
+    return text
+
+
+def unified_diff(before: str, after: str, shown: str) -> str:
+    return "".join(difflib.unified_diff(before.splitlines(True), after.splitlines(True), f"a/{shown}", f"b/{shown}"))
+
+
+def run_edit_file(tools: FileTools, plan: Plan) -> dict:
+    resolved = plan.accesses[0].resolved
+    before = _read_text(tools, resolved)
+    after = apply_edits(before, plan.args["edits"], resolved.relative)
+    dry_run = plan.args.get("dry_run", False)
+    if not dry_run:
+        safe_io.write_file(resolved.root, _canonical_rel(resolved), after.encode("utf-8"))
+    return {"project_id": plan.project_id, "relative_path": resolved.relative, "edits": len(plan.args["edits"]),
+            "dry_run": dry_run, "diff": unified_diff(before, after, resolved.relative)}
+
+
+def run_move_file(tools: FileTools, plan: Plan) -> dict:
+    access = plan.accesses[0]
+    src, dst = access.resolved, access.dest
+    safe_io.move_file(src.root, _canonical_rel(src), dst.root, _canonical_rel(dst))
+    return {"project_id": plan.project_id, "source": src.relative, "destination": dst.relative}
+
+
+def run_delete_file(tools: FileTools, plan: Plan) -> dict:
+    resolved = plan.accesses[0].resolved
+    safe_io.delete_file(resolved.root, _canonical_rel(resolved))
+    return {"project_id": plan.project_id, "relative_path": resolved.relative, "deleted": True}
+
+
+def run_apply_patch(tools: FileTools, plan: Plan) -> dict:
+    """Every change is prepared (read, matched) before the first write; then applied in order."""
+    prepared = []
+    for change, access in zip(plan.args["changes"], plan.accesses):
+        resolved = access.resolved
+        try:
+            prepared.append(_prepare_change(tools, change, resolved))
+        except safe_io.SafeIOError as err:
+            raise ToolError(err.code, f"{resolved.relative}: {err.message}; nothing was changed") from None
+    done: list[dict] = []
+    for resolved, action, data, diff in prepared:
+        try:
+            if action == "deleted":
+                safe_io.delete_file(resolved.root, _canonical_rel(resolved))
+            else:
+                created = safe_io.write_file(resolved.root, _canonical_rel(resolved), data)
+                action = "created" if created and action == "written" else action
+        except safe_io.SafeIOError as err:
+            raise ToolError(err.code, f"{resolved.relative}: {err.message}; {len(done)} of {len(prepared)} "
+                                      "changes were applied before it") from None
+        item = {"relative_path": resolved.relative, "action": action}
+        if diff is not None:
+            item["diff"] = diff
+        done.append(item)
+    return {"project_id": plan.project_id, "changes": done}
+
+
+def _prepare_change(tools: FileTools, change: dict, resolved: Resolved):
+    if "delete" in change:
+        info = safe_io.file_info(resolved.root, _canonical_rel(resolved))
+        if not stat.S_ISREG(info.st_mode):
+            raise ToolError("not_found", f"{resolved.relative} is not a regular file; nothing was changed")
+        return resolved, "deleted", None, None
+    if "content" in change:
+        return resolved, "written", change["content"].encode("utf-8"), None
+    before = _read_text(tools, resolved)
+    after = apply_edits(before, change["edits"], resolved.relative)
+    return resolved, "edited", after.encode("utf-8"), unified_diff(before, after, resolved.relative)
+
+
+_RUNNERS = {
+    "read_file": run_read_file,
+    "list_directory": run_list_directory,
+    "search_files": run_search_files,
+    "get_file_info": run_get_file_info,
+    "write_file": run_write_file,
+    "edit_file": run_edit_file,
+    "move_file": run_move_file,
+    "delete_file": run_delete_file,
+    "apply_patch": run_apply_patch,
+}

@@ -1,0 +1,621 @@
+"""``rootguard mcp``: the guarded MCP file server on stdio (mcp SDK 2.x, lowlevel ``Server``).
+
+A thin front end over ``file_tools``: it turns MCP tool calls into plans, gets
+approvals for request-level plans, and turns results and ``ToolError`` codes into
+tool results. What it adds is the session around the calls:
+
+* **Roots.** ``--root DIR`` (absolute, repeatable) are the server's roots. MCP
+  client roots, when the client offers them, only narrow them (a client root
+  outside the ``--root`` set is ignored); with no ``--root`` the client's roots
+  are the baseline; with neither, the server refuses to start. Handshake-era
+  clients are asked with ``roots/list`` (again after
+  ``notifications/roots/list_changed``); 2026-07-28 clients are asked once,
+  with an ``InputRequiredResult`` on the first tool call. A roots change
+  rebuilds the policy session: session grants are dropped and ids of removed
+  roots become unknown (an id is never reused for another folder).
+* **Approvals.** A ``request`` plan goes to the tray (``lsp_bridge.approvals.client``) with the
+  tool name and a deadline; with no tray, to the MCP client by elicitation
+  (``elicitation/create`` on handshake versions, an ``InputRequiredResult`` on
+  2026-07-28); with neither, it is denied with ``no_approver``.
+* **Audit and mirror mode** live in ``file_tools``/``audit``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import secrets
+import sys
+import time
+import uuid
+import warnings
+from dataclasses import dataclass
+from typing import Sequence
+from urllib.parse import unquote, urlparse
+
+import anyio
+import mcp_types as types
+from mcp.server.lowlevel import NotificationOptions, Server
+from mcp.server.stdio import stdio_server
+from mcp.shared.exceptions import MCPDeprecationWarning, MCPError, NoBackChannelError
+from mcp.shared.message import ServerMessageMetadata
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
+from lsp_bridge import __version__ as VERSION
+from lsp_bridge.mcp.audit import AuditLog
+from lsp_bridge.mcp.file_tools import Caller, FileTools, Limits, ToolError
+from lsp_bridge.core.paths import canonical, is_within
+
+log = logging.getLogger("rootguard.mcp")
+
+SERVER_NAME = "rootguard"
+ROOTS_KEY = "rootguard/roots"
+APPROVAL_KEY = "rootguard/approval"
+MAX_PENDING = 256
+ROOTS_TIMEOUT = 10.0
+NO_ROOTS = (
+    "rootguard mcp: no roots. Start it with --root DIR (an absolute path; repeat for more), "
+    "or connect a client that offers MCP roots. The current directory is never used."
+)
+INSTRUCTIONS = (
+    "Files are addressed by a project_id (see list_projects) and a path relative to that project, "
+    "with '/' separators. Absolute paths and '..' are refused. Some paths need the user's approval; "
+    "errors carry a code (e.g. path_outside_project, approval_denied) you can act on."
+)
+REL_PATTERN = r"^(?![/\\])(?![A-Za-z]:)(?!(?:.*[/\\])?\.\.(?:[/\\]|$)).+$"
+APPROVAL_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "answer": {
+            "type": "string",
+            "title": "Answer",
+            "enum": ["deny", "allow_once", "allow_session"],
+            "default": "deny",
+        }
+    },
+    "required": ["answer"],
+}
+
+
+@dataclass
+class _Pending:
+    """A question sent with an ``InputRequiredResult``, waiting for the retried call."""
+
+    kind: str  # roots | approval
+    fingerprint: str = ""
+    deadline: float = 0.0
+
+
+class GuardedServer:
+    """One stdio session: roots, the file tools, approvals, and the MCP handlers."""
+
+    def __init__(
+        self,
+        roots: Sequence[str],
+        *,
+        mirror: bool = False,
+        limits: Limits = Limits(),
+        tray_socket: str | None = None,
+        use_tray: bool = True,
+        env=os.environ,
+        audit: AuditLog | None = None,
+    ):
+        self.server_roots = tuple(dict.fromkeys(canonical(r) for r in roots))
+        self.env = env
+        self.mirror = mirror
+        self.limits = limits
+        self.audit = audit or AuditLog()
+        self.session_id = uuid.uuid4().hex[:16]
+        self.taken_ids: dict[str, str] = {}
+        self.tools = self._build(self.server_roots)
+        self.roots_state = "unknown"  # unknown | fresh | stale (client roots)
+        self.tray_socket = tray_socket
+        self.use_tray = use_tray
+        self.tray = None
+        self.exit_code = 0
+        self._pending: dict[str, _Pending] = {}
+        self._lock = anyio.Lock()
+        self._task_group = None
+        self.server = self._server()
+
+    # -- wiring ------------------------------------------------------------------
+
+    def _server(self) -> Server:
+        server = Server(
+            SERVER_NAME,
+            version=VERSION,
+            instructions=INSTRUCTIONS,
+            on_list_tools=self.on_list_tools,
+            on_call_tool=self.on_call_tool,
+        )
+        server.add_notification_handler("notifications/roots/list_changed", types.NotificationParams, self.on_roots_changed)
+        server.middleware.append(self._startup_guard)
+        return server
+
+    async def serve(self) -> None:
+        """Serve stdin/stdout until the client goes away (or the start is refused)."""
+        await self._start_tray()
+        try:
+            async with stdio_server() as (read, write):
+                async with anyio.create_task_group() as group:
+                    self._task_group = group
+                    options = self.server.create_initialization_options(NotificationOptions(tools_changed=True))
+                    await self.server.run(read, write, options)
+                    group.cancel_scope.cancel()
+        finally:
+            if self.tray is not None:
+                await self.tray.close()
+            self.audit.close()
+
+    # -- handlers ------------------------------------------------------------------
+
+    async def on_list_tools(self, ctx, params) -> types.ListToolsResult:
+        if ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS:
+            await self._refresh_roots(ctx)
+        return types.ListToolsResult(tools=tool_definitions(self.tools.project_ids))
+
+    async def on_roots_changed(self, ctx, params) -> None:
+        """The client's roots changed: ask again before the next call is served."""
+        self.roots_state = "stale"
+
+    async def on_call_tool(self, ctx, params: types.CallToolRequestParams):
+        modern = ctx.protocol_version in MODERN_PROTOCOL_VERSIONS
+        state = self._pending.pop(params.request_state, None) if params.request_state else None
+        if modern:
+            question = self._ask_modern_roots(ctx, params, state)
+            if question is not None:
+                return question
+        else:
+            await self._refresh_roots(ctx)
+        if params.name == "list_projects":
+            return _ok(self.tools.list_projects())
+        tools = self.tools
+        plan = tools.plan(params.name, params.arguments or {}, self._caller(ctx))
+        approval = approver = None
+        if plan.verdict == "request":
+            answer = await self._approve(ctx, params, plan, state, modern)
+            if isinstance(answer, types.InputRequiredResult):
+                return answer
+            approval, approver = answer
+        try:
+            if tools is not self.tools:
+                raise tools.reject(plan, "workspace_changed", "the workspace roots changed while this call waited "
+                                   "for approval; call list_projects and try again", approval, approver)
+            return _ok(tools.conclude(plan, approval, approver))
+        except ToolError as err:
+            return _error(err)
+
+    async def _startup_guard(self, ctx, call_next):
+        """With no --root, a client that offers no roots cannot be served: refuse to start."""
+        if not self.server_roots and ctx.request_id is not None and ctx.method != "ping":
+            if ctx.method == "initialize":
+                offered = isinstance((ctx.params or {}).get("capabilities"), dict) and (
+                    ctx.params["capabilities"].get("roots") is not None
+                )
+            else:
+                offered = _offers_roots(ctx)
+            if not offered:
+                self._refuse(NO_ROOTS)
+                raise MCPError(code=types.INVALID_REQUEST, message=NO_ROOTS)
+        return await call_next(ctx)
+
+    def _refuse(self, message: str) -> None:
+        if self.exit_code == 0:
+            print(message, file=sys.stderr, flush=True)
+            self.exit_code = 2
+            if self._task_group is not None:
+                self._task_group.start_soon(self._stop_soon)
+
+    async def _stop_soon(self) -> None:
+        """Exit once the error response had time to reach the client.
+
+        A plain cancel would wait for the stdin reader thread, which blocks until the
+        client writes or closes stdin; a refused start must not hang, so it exits here.
+        """
+        await anyio.sleep(0.5)
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(self.exit_code)
+
+    # -- roots -----------------------------------------------------------------------
+
+    def _build(self, roots: Sequence[str]) -> FileTools:
+        return FileTools(roots, env=self.env, audit=self.audit, mirror=self.mirror, limits=self.limits,
+                         taken_ids=self.taken_ids)
+
+    async def _refresh_roots(self, ctx) -> None:
+        """Handshake era: ask ``roots/list`` when the client offers roots and they may have changed."""
+        if self.roots_state == "fresh":
+            return
+        if not _offers_roots(ctx):
+            self.roots_state = "fresh"
+            return
+        async with self._lock:
+            if self.roots_state == "fresh":
+                return
+            self.roots_state = "fresh"  # a list_changed arriving while we ask marks it stale again
+            try:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore", MCPDeprecationWarning)
+                    result = await ctx.session.send_request(
+                        types.ListRootsRequest(), types.ListRootsResult, request_read_timeout_seconds=ROOTS_TIMEOUT
+                    )
+            except Exception as exc:  # noqa: BLE001 - a client that cannot answer keeps the current roots
+                log.warning("the client offers roots but roots/list failed (%s); keeping the current roots", exc)
+                return
+            if self._apply_client_roots([str(r.uri) for r in result.roots]):
+                await ctx.session.send_tool_list_changed()
+                await self._publish(roots_changed=True)
+
+    def _ask_modern_roots(self, ctx, params, state: _Pending | None):
+        """2026-07-28: roots travel in an ``InputRequiredResult`` round trip, asked once."""
+        if self.roots_state != "unknown":
+            return None
+        if not _offers_roots(ctx):
+            self.roots_state = "fresh"
+            return None
+        if state is not None and state.kind == "roots":
+            answer = (params.input_responses or {}).get(ROOTS_KEY)
+            self.roots_state = "fresh"
+            if isinstance(answer, types.ListRootsResult):
+                if self._apply_client_roots([str(r.uri) for r in answer.roots]) and self._task_group is not None:
+                    self._task_group.start_soon(self._publish, True)
+            return None
+        nonce = self._remember(_Pending("roots"))
+        return types.InputRequiredResult(input_requests={ROOTS_KEY: types.ListRootsRequest()}, request_state=nonce)
+
+    def _apply_client_roots(self, uris: Sequence[str]) -> bool:
+        """Narrow (or form) the baseline with the client's roots; True when the roots changed."""
+        offered = [p for p in (_uri_path(u) for u in uris) if p is not None]
+        effective = intersect_roots(self.server_roots, offered)
+        for path in offered:
+            if self.server_roots and not any(is_within(path, s) or is_within(s, path) for s in self.server_roots):
+                log.warning("ignoring the client root %s: it is outside every --root", path)
+        if tuple(effective) == self.tools.roots:
+            return False
+        self.tools = self._build(effective)
+        self._pending = {k: v for k, v in self._pending.items() if v.kind != "approval"}
+        return True
+
+    # -- approvals ---------------------------------------------------------------
+
+    async def _approve(self, ctx, params, plan, state: _Pending | None, modern: bool):
+        """(answer, approver), or an ``InputRequiredResult`` asking the client."""
+        if state is not None and state.kind == "approval":
+            return self._client_answer(params, plan, state), "the MCP client"
+        timeout = self._approval_timeout()
+        if self.tray is not None and self.tray.connected:
+            answer = await self._ask_tray(plan, timeout)
+            if answer != "no_approver":
+                return answer, "the Root Guard tray"
+        if _offers_elicitation(ctx):
+            if modern:
+                nonce = self._remember(_Pending("approval", plan.fingerprint(), time.monotonic() + timeout))
+                request = types.ElicitRequest(params=_approval_form(plan, timeout))
+                return types.InputRequiredResult(input_requests={APPROVAL_KEY: request}, request_state=nonce)
+            return await self._elicit_now(ctx, plan, timeout), "the MCP client"
+        return "no_approver", None
+
+    async def _ask_tray(self, plan, timeout: float) -> str:
+        from lsp_bridge.approvals.client import Target
+
+        targets = [Target(t["path"], t["relative"], t["root"], t["need"]) for t in plan.approval_targets()]
+        try:
+            decision = await self.tray.request_access(
+                plan.tool, plan.operation, targets, rule=plan.rule, reason=plan.reason,
+                timeout=timeout, timeout_seconds=timeout,
+            )
+        except Exception as exc:  # noqa: BLE001 - an approval that cannot be asked is denied
+            log.warning("the approval request could not be sent to the tray: %s", exc)
+            return "deny"
+        return decision.answer
+
+    async def _elicit_now(self, ctx, plan, timeout: float) -> str:
+        try:
+            result = await ctx.session.send_request(
+                types.ElicitRequest(params=_approval_form(plan, timeout)),
+                types.ElicitResult,
+                request_read_timeout_seconds=timeout,
+                metadata=ServerMessageMetadata(related_request_id=ctx.request_id),
+            )
+        except NoBackChannelError:
+            return "no_approver"
+        except MCPError as exc:
+            return "timeout" if exc.code == types.REQUEST_TIMEOUT else "deny"
+        except Exception as exc:  # noqa: BLE001 - a malformed answer is a denial
+            log.warning("the client's approval answer was unusable: %s", exc)
+            return "deny"
+        return _elicited(result)
+
+    def _client_answer(self, params, plan, state: _Pending) -> str:
+        """The retried call's answer to our elicitation, if it is for this very call and in time."""
+        if state.fingerprint != plan.fingerprint():
+            return "deny"
+        if time.monotonic() > state.deadline:
+            return "timeout"
+        answer = (params.input_responses or {}).get(APPROVAL_KEY)
+        return _elicited(answer) if isinstance(answer, types.ElicitResult) else "deny"
+
+    def _approval_timeout(self) -> float:
+        configs = self.tools.session.configs()
+        return float(configs[0][1].approval_timeout) if configs else 30.0
+
+    def _remember(self, pending: _Pending) -> str:
+        while len(self._pending) >= MAX_PENDING:
+            self._pending.pop(next(iter(self._pending)))
+        nonce = secrets.token_urlsafe(18)
+        self._pending[nonce] = pending
+        return nonce
+
+    # -- tray ------------------------------------------------------------------------
+
+    async def _start_tray(self) -> None:
+        if not self.use_tray:
+            return
+        try:
+            from lsp_bridge.approvals.client import TrayClient
+
+            self.tray = TrayClient(self.session_id, "rootguard mcp", self.tools.roots, socket=self.tray_socket)
+            await self.tray.start()
+            await self._publish()
+        except Exception as exc:  # noqa: BLE001 - no tray is a normal condition
+            log.info("no tray: %s", exc)
+
+    async def _publish(self, roots_changed: bool = False) -> None:
+        """Show this session in the tray; a roots change also drops its grants there."""
+        if self.tray is None:
+            return
+        status = self.tools.session.scope.to_json() if self.tools.session.scope else {"roots": []}
+        status.update({"roots": list(self.tools.roots), "widened": False, "warnings": []})
+        if roots_changed:
+            await self.tray.set_folders(self.tools.roots)
+        await self.tray.publish_status(status)
+
+    def _caller(self, ctx) -> Caller:
+        params = ctx.session.client_params
+        name = params.client_info.name if params is not None and params.client_info is not None else "unknown"
+        return Caller(name, self.session_id, ctx.protocol_version)
+
+
+# ---------------------------------------------------------------------------
+# Helpers
+
+
+def intersect_roots(server: Sequence[str], client: Sequence[str]) -> list[str]:
+    """Client roots narrow the server's: the deeper of each overlapping pair; none outside."""
+    if not server:
+        return list(dict.fromkeys(client))
+    found = []
+    for c in client:
+        for s in server:
+            if is_within(c, s):
+                found.append(c)
+            elif is_within(s, c):
+                found.append(s)
+    return list(dict.fromkeys(found))
+
+
+def _uri_path(uri: str) -> str | None:
+    """A ``file://`` root as a canonical existing directory, else None."""
+    parsed = urlparse(uri)
+    if parsed.scheme != "file" or parsed.netloc not in ("", "localhost"):
+        return None
+    path = unquote(parsed.path)
+    if not os.path.isabs(path) or "\x00" in path:
+        return None
+    real = os.path.realpath(path)
+    return real if os.path.isdir(real) else None
+
+
+def _offers_roots(ctx) -> bool:
+    caps = ctx.session.client_capabilities
+    return caps is not None and caps.roots is not None
+
+
+def _offers_elicitation(ctx) -> bool:
+    caps = ctx.session.client_capabilities
+    return caps is not None and caps.elicitation is not None
+
+
+def _approval_form(plan, timeout: float) -> types.ElicitRequestFormParams:
+    message = (f"Root Guard: an agent asks for access that needs your approval "
+               f"(denied in {timeout:g} s without an answer). {plan.describe()}")
+    return types.ElicitRequestFormParams(message=message, requested_schema=APPROVAL_SCHEMA)
+
+
+def _elicited(result: types.ElicitResult) -> str:
+    if result.action != "accept" or not result.content:
+        return "deny"
+    answer = result.content.get("answer")
+    return answer if answer in ("allow_once", "allow_session") else "deny"
+
+
+def _ok(result: dict) -> types.CallToolResult:
+    if "text" in result:  # read_file: the file goes in the content, its metadata in structured content
+        text = result.pop("text")
+        shown = text if text is not None else f"binary file, {result.get('size')} bytes: not returned as text"
+    else:
+        shown = json.dumps(result, indent=2, ensure_ascii=False)
+    return types.CallToolResult(content=[types.TextContent(type="text", text=shown)], structured_content=result)
+
+
+def _error(err: ToolError) -> types.CallToolResult:
+    return types.CallToolResult(
+        content=[types.TextContent(type="text", text=f"{err.code}: {err.message}")],
+        structured_content={"error": err.to_json()},
+        is_error=True,
+    )
+
+
+# ---------------------------------------------------------------------------
+# Tool schemas: the boundary is visible in them (the resolver stays the real check)
+
+
+def tool_definitions(project_ids: Sequence[str]) -> list[types.Tool]:
+    project = {"type": "string", "description": "A project id from list_projects."}
+    if project_ids:
+        project["enum"] = list(project_ids)
+    path = {
+        "type": "string",
+        "minLength": 1,
+        "pattern": REL_PATTERN,
+        "description": "Path relative to the project root, '/' separated; absolute paths and '..' are refused. "
+                       "Write a literal '%' in a name as '%25'.",
+    }
+    edits = {
+        "type": "array",
+        "minItems": 1,
+        "items": {
+            "type": "object",
+            "additionalProperties": False,
+            "required": ["old_text", "new_text"],
+            "properties": {
+                "old_text": {"type": "string", "minLength": 1, "description": "Exact text; must occur exactly once."},
+                "new_text": {"type": "string"},
+            },
+        },
+    }
+
+    def schema(props: dict, required: Sequence[str]) -> dict:
+        return {"type": "object", "additionalProperties": False, "required": list(required), "properties": props}
+
+    read_only = types.ToolAnnotations(read_only_hint=True)
+    writes = types.ToolAnnotations(read_only_hint=False, destructive_hint=False)
+    destroys = types.ToolAnnotations(read_only_hint=False, destructive_hint=True)
+    dir_path = dict(path, description="Directory relative to the project root ('.' for the root).")
+    return [
+        types.Tool(name="list_projects", description="The projects this server can reach, by id.",
+                   input_schema=schema({}, []), annotations=read_only),
+        types.Tool(name="read_file", description="Read a text file (size-limited; binary files are reported, not returned).",
+                   input_schema=schema({"project_id": project, "relative_path": path}, ["project_id", "relative_path"]),
+                   annotations=read_only),
+        types.Tool(name="list_directory", description="List a directory; entries the policy hides are counted, not shown.",
+                   input_schema=schema({"project_id": project, "relative_path": dir_path}, ["project_id"]),
+                   annotations=read_only),
+        types.Tool(
+            name="search_files",
+            description="Find files by name glob and optionally by text; results are filtered by the policy and bounded.",
+            input_schema=schema({
+                "project_id": project,
+                "relative_path": dir_path,
+                "pattern": {"type": "string", "description": "Glob on the file name (or on the path below the "
+                                                             "directory when it contains '/'). Default '*'."},
+                "query": {"type": "string", "description": "Text to find in file contents (plain substring)."},
+                "max_results": {"type": "integer", "minimum": 1, "maximum": 500, "default": 50},
+                "case_sensitive": {"type": "boolean", "default": False},
+            }, ["project_id"]),
+            annotations=read_only,
+        ),
+        types.Tool(name="get_file_info", description="Type, size, modification time and permissions of a path.",
+                   input_schema=schema({"project_id": project, "relative_path": path}, ["project_id", "relative_path"]),
+                   annotations=read_only),
+        types.Tool(name="write_file", description="Create or replace a text file (atomic; parent directories are created).",
+                   input_schema=schema({"project_id": project, "relative_path": path, "content": {"type": "string"}},
+                                       ["project_id", "relative_path", "content"]),
+                   annotations=writes),
+        types.Tool(name="edit_file", description="Exact-match replacements in one file; returns a unified diff.",
+                   input_schema=schema({"project_id": project, "relative_path": path, "edits": edits,
+                                        "dry_run": {"type": "boolean", "default": False}},
+                                       ["project_id", "relative_path", "edits"]),
+                   annotations=writes),
+        types.Tool(name="move_file", description="Move or rename a file within a project (never overwrites).",
+                   input_schema=schema({"project_id": project, "source": path, "destination": path},
+                                       ["project_id", "source", "destination"]),
+                   annotations=destroys),
+        types.Tool(name="delete_file", description="Delete one file.",
+                   input_schema=schema({"project_id": project, "relative_path": path}, ["project_id", "relative_path"]),
+                   annotations=destroys),
+        types.Tool(
+            name="apply_patch",
+            description="A batch of changes across files of one project, decided whole before the first write: "
+                        "one refused target leaves every file untouched.",
+            input_schema=schema({
+                "project_id": project,
+                "changes": {
+                    "type": "array",
+                    "minItems": 1,
+                    "maxItems": 100,
+                    "items": {
+                        "type": "object",
+                        "additionalProperties": False,
+                        "required": ["relative_path"],
+                        "properties": {
+                            "relative_path": path,
+                            "edits": edits,
+                            "content": {"type": "string"},
+                            "delete": {"type": "boolean", "const": True},
+                        },
+                    },
+                },
+            }, ["project_id", "changes"]),
+            annotations=destroys,
+        ),
+    ]
+
+
+# ---------------------------------------------------------------------------
+# Command line
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="rootguard mcp",
+        description="The guarded MCP file server on stdio: project ids and relative paths, one policy engine.",
+    )
+    p.add_argument("--root", action="append", default=[], metavar="DIR",
+                   help="an absolute project root (repeat for more); MCP client roots can only narrow these")
+    p.add_argument("--mirror", action="store_true",
+                   help="also log what a plain roots-union check would have decided, and every disagreement")
+    p.add_argument("--max-read-bytes", type=int, default=Limits.read_bytes, metavar="N",
+                   help=f"largest file read_file returns (default {Limits.read_bytes})")
+    p.add_argument("--tray-socket", metavar="PATH", help="the tray's socket (default: $ROOTGUARD_TRAY_SOCKET, "
+                                                         "else the per-user socket)")
+    p.add_argument("--no-tray", action="store_true", help="never ask the tray for approvals")
+    return p
+
+
+def check_roots(given: Sequence[str]) -> tuple[list[str], list[str]]:
+    """Absolute existing directories; an error message for each other entry."""
+    roots, errors = [], []
+    for root in given:
+        if not os.path.isabs(root):
+            errors.append(f"--root {root!r} must be an absolute path (MCP clients start servers in "
+                          "unpredictable directories; the current directory is never used)")
+        elif not os.path.isdir(root):
+            errors.append(f"--root {root!r} is not an existing directory")
+        else:
+            roots.append(root)
+    return roots, errors
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    roots, errors = check_roots(args.root)
+    if args.max_read_bytes < 1:
+        errors.append("--max-read-bytes must be at least 1")
+    for error in errors:
+        print(f"rootguard mcp: {error}", file=sys.stderr)
+    if errors:
+        return 2
+    if not roots and sys.stdin.isatty():
+        print(NO_ROOTS, file=sys.stderr)
+        return 2
+    logging.basicConfig(level=logging.WARNING, stream=sys.stderr, format="rootguard mcp: %(message)s")
+    server = GuardedServer(
+        roots,
+        mirror=args.mirror,
+        limits=Limits(read_bytes=args.max_read_bytes),
+        tray_socket=args.tray_socket,
+        use_tray=not args.no_tray,
+    )
+    try:
+        anyio.run(server.serve)
+    except KeyboardInterrupt:
+        return 130
+    return server.exit_code
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -5,19 +5,19 @@ from __future__ import annotations
 import sys
 import time
 
-from . import qtcompat  # noqa: F401  (first: guards PySide6 6.12 on Python 3.11)
 from PySide6.QtCore import QObject, QTimer
 from PySide6.QtGui import QFont
 from PySide6.QtWidgets import QMenu, QSystemTrayIcon
 
-from lsp_bridge.core.grants import GrantError, write_always_rule
-
 from lsp_bridge.approvals.queue import Pending
+from lsp_bridge.core.grants import GrantError, write_always_rule
 from tray.broker import Broker
 from tray.icons import STATES, icon_state, load_icon, tooltip
 from tray.prompt import DEFAULT_KEY_GUARD_MS, ApprovalPrompt
 from tray.sessions import describe
 from tray.window import ANSWER_TEXT, MainWindow, clock_text, paths_text
+
+from . import qtcompat  # noqa: F401  (first: guards PySide6 6.12 on Python 3.11)
 
 NO_TRAY = (
     "No system tray is available on this desktop (on GNOME, install and enable the "

@@ -109,7 +109,6 @@ def _broker(args, path: str):
 
 def _ui(args, broker):
     from lsp_bridge.core.config import user_config_path
-
     from tray.app import TrayApp
     from tray.prompt import DEFAULT_KEY_GUARD_MS
 

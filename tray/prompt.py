@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import time
 
-from . import qtcompat  # noqa: F401  (first: guards PySide6 6.12 on Python 3.11)
 from PySide6.QtCore import QEvent, QObject, Qt, QTimer
 from PySide6.QtWidgets import (
     QAbstractItemView,
@@ -28,6 +27,8 @@ from PySide6.QtWidgets import (
 
 from lsp_bridge.approvals.queue import Pending
 from tray.hooks import Hook
+
+from . import qtcompat  # noqa: F401  (first: guards PySide6 6.12 on Python 3.11)
 
 DEFAULT_KEY_GUARD_MS = 600
 PROMPT_WIDTH = 820

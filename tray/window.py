@@ -5,7 +5,6 @@ from __future__ import annotations
 import html
 import time
 
-from . import qtcompat  # noqa: F401  (first: guards PySide6 6.12 on Python 3.11)
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import (
     QHBoxLayout,
@@ -27,6 +26,8 @@ from lsp_bridge.approvals.queue import MissedRecord
 from tray.broker import Broker
 from tray.hooks import Hook
 from tray.sessions import describe
+
+from . import qtcompat  # noqa: F401  (first: guards PySide6 6.12 on Python 3.11)
 
 ANSWER_TEXT = {
     "allow_once": "allowed once",

@@ -15,8 +15,8 @@ from __future__ import annotations
 import itertools
 import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 from lsp_bridge.approvals.protocol import MAX_PENDING_PER_CLIENT, AccessRequest
 

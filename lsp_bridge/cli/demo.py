@@ -14,9 +14,9 @@ import shutil
 import tempfile
 
 from lsp_bridge.cli.demo_repo import build_monorepo
-from lsp_bridge.inventory.scan import inventory
-from lsp_bridge.inventory.report import format_roots, roots_report
 from lsp_bridge.core.session import open_session
+from lsp_bridge.inventory.report import format_roots, roots_report
+from lsp_bridge.inventory.scan import inventory
 
 
 def run_demo(*, keep: bool = False, as_json: bool = False) -> int:

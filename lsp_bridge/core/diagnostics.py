@@ -21,7 +21,7 @@ class Range:
     end_column: int
 
     @classmethod
-    def point(cls, line: int, column: int, length: int = 1) -> "Range":
+    def point(cls, line: int, column: int, length: int = 1) -> Range:
         return cls(line, column, line, column + max(length, 1))
 
 

@@ -15,7 +15,7 @@ import os
 import tempfile
 import time
 from collections import Counter
-from typing import Mapping
+from collections.abc import Mapping
 
 import tomlkit
 from tomlkit.exceptions import TOMLKitError

@@ -29,8 +29,8 @@ from __future__ import annotations
 
 import os
 import stat
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Iterable, Sequence
 
 from lsp_bridge.core.paths import fold, is_within, realpath
 from lsp_bridge.core.rules import RuleSet
@@ -58,7 +58,7 @@ class Decision:
     reason: str
     rule_source: str | None = None
     root: str | None = None  # the selected root
-    dest: "Decision | None" = None  # rename: the destination's decision
+    dest: Decision | None = None  # rename: the destination's decision
 
     @property
     def allowed(self) -> bool:
@@ -199,7 +199,8 @@ class Policy:
         root, ruleset = self.select(target.canonical)
         shown_op = reported_op or op
         if target.loop:
-            return Decision("deny", target.canonical, shown_op, None, "a symbolic link loop: the path cannot be resolved", None, root)
+            return Decision("deny", target.canonical, shown_op, None, "a symbolic link loop: the path cannot be resolved",
+                            None, root)
         verdict, rule, reason = self._decide_point(target.canonical, need, ruleset, op)
         if target.links and verdict != "deny":
             for link in target.links:
@@ -249,7 +250,8 @@ class Policy:
         if win is not None:
             compiled, verdict = win
             rule = compiled.rule
-            reason = f"rule {rule.id!r} ({rule.source}{': ' + rule.file if rule.file else ''}) sets {need} = {rule_verdict(rule, need)}"
+            where = rule.source + (": " + rule.file if rule.file else "")
+            reason = f"rule {rule.id!r} ({where}) sets {need} = {rule_verdict(rule, need)}"
             if compiled.reduced and rule_verdict(rule, need) == "allow":
                 reason += "; a project file cannot allow beyond the host baseline, so approval is required"
         elif (entry := self.scope.union.entry_for(path)) is not None:

@@ -41,8 +41,8 @@ import errno
 import os
 import re
 import stat
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Mapping
 from urllib.parse import unquote
 
 from lsp_bridge.core import paths

@@ -11,9 +11,8 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
-
 
 try:  # pathspec >= 1.0 renamed the gitwildmatch pattern class
     from pathspec.patterns.gitignore.spec import GitIgnoreSpecPattern as GlobPattern

@@ -23,8 +23,8 @@ from __future__ import annotations
 
 import os
 import tempfile
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Callable, Sequence
 
 from lsp_bridge.core import worktrees as wt
 from lsp_bridge.core.diagnostics import Diagnostic

@@ -9,8 +9,8 @@ rejected with a diagnostic and never replaced by something wider.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Iterable
 
 from lsp_bridge.core.diagnostics import Diagnostic
 from lsp_bridge.core.paths import PrefixIndex, canonical, fold, is_within
@@ -83,10 +83,10 @@ class Union:
         """The entry containing canonical ``path``."""
         return self._index.nearest(fold(path))
 
-    def is_subset_of(self, other: "Union") -> bool:
+    def is_subset_of(self, other: Union) -> bool:
         return all(other.contains(e.path) for e in self.entries)
 
-    def widenings_from(self, old: "Union") -> list[Widening]:
+    def widenings_from(self, old: Union) -> list[Widening]:
         """The entries of this union not covered by ``old``, each classified."""
         found = []
         for entry in self.entries:

@@ -19,8 +19,8 @@ import json
 import os
 import posixpath
 import re
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Iterator, Mapping, Sequence
 
 from lsp_bridge.core.diagnostics import Diagnostic, Range
 from lsp_bridge.core.paths import canonical, fold, is_within, relative_to
@@ -251,8 +251,9 @@ def _named_folder(name: str, ctx: _Context) -> str:
 # ---------------------------------------------------------------- docker arguments
 
 _BOOL_LONG = frozenset(
-    "--rm --interactive --tty --detach --init --privileged --read-only --publish-all --no-healthcheck"
-    " --oom-kill-disable --sig-proxy --quiet --disable-content-trust --help --replace --rmi".split()
+    ["--rm", "--interactive", "--tty", "--detach", "--init", "--privileged", "--read-only", "--publish-all",
+     "--no-healthcheck", "--oom-kill-disable", "--sig-proxy", "--quiet", "--disable-content-trust", "--help",
+     "--replace", "--rmi"]
 )
 _BOOL_SHORT = frozenset("itdPq")
 

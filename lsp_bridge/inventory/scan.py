@@ -17,8 +17,8 @@ import re
 import stat
 import subprocess
 import threading
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Callable, Iterable, Sequence
 
 from lsp_bridge.core.paths import is_within
 from lsp_bridge.inventory.secrets import (
@@ -696,10 +696,7 @@ def _worth_a_look(listing: str) -> bool:
     """Whether a NUL-joined listing may hold an interesting name (a fast, loose test)."""
     if _DOTTED_HINT(listing):
         return True
-    for start in _DOTLESS_HINTS:
-        if start in listing:
-            return True
-    return False
+    return any(start in listing for start in _DOTLESS_HINTS)
 
 
 def _mtime(path: str) -> int:
@@ -937,7 +934,7 @@ def _deleted_sensitive(common: str) -> tuple[str, ...] | None:
     if answer is None:
         return tuple(names)
     lines = answer.decode("utf-8", errors="replace").splitlines()
-    return tuple(n for n, line in zip(names, lines) if line.endswith(" missing"))
+    return tuple(n for n, line in zip(names, lines, strict=False) if line.endswith(" missing"))
 
 
 def _is_sensitive_name(relative: str) -> bool:

@@ -423,7 +423,8 @@ def on_explain(ls: RootGuardServer, params: Any):
         return {"error": str(err)}
     return {
         "path": decisions[0].path,
-        "decisions": [{"op": o, "decision": d.decision, "rule": d.rule, "reason": d.reason} for o, d in zip(ops, decisions)],
+        "decisions": [{"op": o, "decision": d.decision, "rule": d.rule, "reason": d.reason}
+                      for o, d in zip(ops, decisions, strict=False)],
     }
 
 

@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import os
 import uuid
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Mapping, Sequence
 
 from lsp_bridge.core.diagnostics import Diagnostic
-from lsp_bridge.inventory.report import warnings_of
 from lsp_bridge.core.session import Session
 from lsp_bridge.core.union import Union, Widening
+from lsp_bridge.inventory.report import warnings_of
 
 
 @dataclass(frozen=True)

@@ -24,8 +24,8 @@ from __future__ import annotations
 
 import os
 import threading
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Callable, Iterable, Sequence
 
 WATCH_BUDGET = 16
 INVENTORY_DEPTH = 1

@@ -25,16 +25,17 @@ import os
 import re
 import stat
 import time
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
-from typing import Any, Mapping, Sequence
+from datetime import UTC, datetime
+from typing import Any
 
-from lsp_bridge.mcp import safe_io
-from lsp_bridge.mcp.audit import AuditLog, now_text, root_digest
 from lsp_bridge.core.paths import canonical, is_within
 from lsp_bridge.core.policy import Decision, Target, oracle_inside
 from lsp_bridge.core.resolver import Resolved, ResolveError, resolve, resolve_in_projects
 from lsp_bridge.core.session import Session, open_session
+from lsp_bridge.mcp import safe_io
+from lsp_bridge.mcp.audit import AuditLog, now_text, root_digest
 
 ERROR_CODES = (
     "absolute_path_denied", "path_outside_project", "unknown_project", "symlink_not_permitted",
@@ -611,7 +612,8 @@ def _refuse_leaf_link(access: Access) -> None:
         if resolved is not None and resolved.relative and os.path.islink(resolved.lexical):
             access.resolved = None
             access.code = access.canonicalization = "symlink_not_permitted"
-            access.reason = f"{given!r} is a symbolic link; move_file, delete_file and apply_patch deletions act on regular files only"
+            access.reason = (f"{given!r} is a symbolic link; "
+                             "move_file, delete_file and apply_patch deletions act on regular files only")
             return
 
 
@@ -767,7 +769,7 @@ def run_get_file_info(tools: FileTools, plan: Plan) -> dict:
     info = safe_io.file_info(resolved.root, _canonical_rel(resolved))
     kind = ("directory" if stat.S_ISDIR(info.st_mode) else "file" if stat.S_ISREG(info.st_mode)
             else "symlink" if stat.S_ISLNK(info.st_mode) else "other")
-    modified = datetime.fromtimestamp(info.st_mtime, timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z")
+    modified = datetime.fromtimestamp(info.st_mtime, UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
     return {"project_id": plan.project_id, "relative_path": resolved.relative, "type": kind, "size": info.st_size,
             "modified": modified, "permissions": oct(stat.S_IMODE(info.st_mode)),
             "through_symlink": resolved.traversed_symlink, "canonical_relative_path": _encode(_canonical_rel(resolved))}
@@ -824,7 +826,7 @@ def run_delete_file(tools: FileTools, plan: Plan) -> dict:
 def run_apply_patch(tools: FileTools, plan: Plan) -> dict:
     """Every change is prepared (read, matched) before the first write; then applied in order."""
     prepared = []
-    for change, access in zip(plan.args["changes"], plan.accesses):
+    for change, access in zip(plan.args["changes"], plan.accesses, strict=False):
         resolved = access.resolved
         try:
             prepared.append(_prepare_change(tools, change, resolved))

@@ -31,8 +31,8 @@ import sys
 import time
 import uuid
 import warnings
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 from urllib.parse import unquote, urlparse
 
 import anyio
@@ -44,9 +44,9 @@ from mcp.shared.message import ServerMessageMetadata
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from lsp_bridge import __version__ as VERSION
+from lsp_bridge.core.paths import canonical, is_within
 from lsp_bridge.mcp.audit import AuditLog
 from lsp_bridge.mcp.file_tools import Caller, FileTools, Limits, ToolError
-from lsp_bridge.core.paths import canonical, is_within
 
 log = logging.getLogger("rootguard.mcp")
 
@@ -138,12 +138,11 @@ class GuardedServer:
         """Serve stdin/stdout until the client goes away (or the start is refused)."""
         await self._start_tray()
         try:
-            async with stdio_server() as (read, write):
-                async with anyio.create_task_group() as group:
-                    self._task_group = group
-                    options = self.server.create_initialization_options(NotificationOptions(tools_changed=True))
-                    await self.server.run(read, write, options)
-                    group.cancel_scope.cancel()
+            async with stdio_server() as (read, write), anyio.create_task_group() as group:
+                self._task_group = group
+                options = self.server.create_initialization_options(NotificationOptions(tools_changed=True))
+                await self.server.run(read, write, options)
+                group.cancel_scope.cancel()
         finally:
             if self.tray is not None:
                 await self.tray.close()

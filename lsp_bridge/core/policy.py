@@ -31,6 +31,7 @@ import os
 import stat
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from lsp_bridge.core.paths import fold, is_within, realpath
 from lsp_bridge.core.rules import RuleSet
@@ -64,8 +65,8 @@ class Decision:
     def allowed(self) -> bool:
         return self.decision == "allow"
 
-    def to_json(self) -> dict:
-        data = {
+    def to_json(self) -> dict[str, Any]:
+        data: dict[str, Any] = {
             "decision": self.decision,
             "path": self.path,
             "rule": self.rule,
@@ -88,7 +89,7 @@ class BatchDecision:
     def pending(self) -> tuple[Decision, ...]:
         return tuple(d for d in self.items if d.decision == "request")
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {"decision": self.decision, "reason": self.reason, "items": [d.to_json() for d in self.items]}
 
 
@@ -244,7 +245,7 @@ class Policy:
 
     # -- internals -----------------------------------------------------------
 
-    def _decide_point(self, path: str, need: str, ruleset: RuleSet, op: str):
+    def _decide_point(self, path: str, need: str, ruleset: RuleSet, op: str) -> tuple[str, PathRule | None, str]:
         key = fold(path)
         win = ruleset.winner(key, need)
         if win is not None:
@@ -306,7 +307,8 @@ def _below(path: str, ancestor: str) -> str:
 
 
 def rule_verdict(rule: PathRule, need: str) -> str | None:
-    return getattr(rule, need)
+    verdict: str | None = getattr(rule, need)
+    return verdict
 
 
 def _links_on_the_way(lexical: str) -> list[str]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import Any
 
 from lsp_bridge.core.diagnostics import Diagnostic
 from lsp_bridge.core.paths import PrefixIndex, canonical, fold, is_within
@@ -49,7 +50,7 @@ class Widening:
     kind: str  # "ancestor" (contains old entries: the costly case) or "disjoint"
     contains: tuple[str, ...] = ()  # old entries it swallows
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {
             "folder": self.folder,
             "entry": self.contains[0] if self.contains else None,
@@ -69,7 +70,7 @@ class Union:
     entries: tuple[RootEntry, ...] = ()
     shadowed: tuple[Shadowed, ...] = ()
     diagnostics: tuple[Diagnostic, ...] = ()
-    _index: PrefixIndex = field(default_factory=lambda: PrefixIndex({}), repr=False, compare=False)
+    _index: PrefixIndex[RootEntry] = field(default_factory=lambda: PrefixIndex({}), repr=False, compare=False)
 
     @property
     def paths(self) -> tuple[str, ...]:
@@ -96,7 +97,7 @@ class Union:
             found.append(Widening(entry.path, "ancestor" if swallowed else "disjoint", swallowed))
         return found
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {
             "union": list(self.paths),
             "entries": [{"path": e.path, "origin": e.origin, "reason": e.reason} for e in self.entries],

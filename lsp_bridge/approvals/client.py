@@ -335,5 +335,8 @@ def _target(value: Target | str | dict) -> Target:
         unknown = set(value) - {"path", "relative", "root", "need"}
         if unknown:
             raise ValueError(f"unknown target field(s): {', '.join(sorted(unknown))}")
-        return Target(value.get("path"), value.get("relative"), value.get("root"), value.get("need"))
+        path = value.get("path")
+        if not isinstance(path, str):
+            raise ValueError("a target dict needs a 'path' string")
+        return Target(path, value.get("relative"), value.get("root"), value.get("need"))
     raise ValueError(f"a target is a path, a dict or a Target, not {type(value).__name__}")

@@ -126,7 +126,7 @@ def _worth_watching(name: str) -> bool:
 class Watcher:
     """A watchdog observer over a ``WatchPlan`` that reports debounced batches of paths."""
 
-    def __init__(self, on_batch: Callable[[set[str]], None], *, debounce: float = 0.15):
+    def __init__(self, on_batch: Callable[[set[str]], object], *, debounce: float = 0.15):
         from watchdog.observers import Observer
 
         _load_changes()

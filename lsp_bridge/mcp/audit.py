@@ -281,7 +281,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def _rotated_files(path: str) -> list[str]:
     """``audit.jsonl.N`` ... ``audit.jsonl.1``, oldest first."""
-    found = []
+    found: list[str] = []
     index = 1
     while os.path.exists(f"{path}.{index}"):
         found.insert(0, f"{path}.{index}")

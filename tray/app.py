@@ -38,7 +38,7 @@ ALWAYS_POLICIES = {
 
 def always_rules(pending: Pending) -> list[dict]:
     """The ``[[paths]]`` rule fields an "always" answer writes: one per distinct path."""
-    needs: dict[str, set[str]] = {}
+    needs: dict[str, set[str | None]] = {}  # "always" is offered only when every need is known
     for target in pending.request.targets:
         needs.setdefault(target.path, set()).add(target.need)
     rules = []
@@ -152,12 +152,12 @@ class TrayApp(QObject):
         title = "Root Guard: union widened"
         text = f"{info.label}: {info.summary}"
         if self.tray is not None:
-            self.tray.showMessage(title, text, QSystemTrayIcon.Warning, 15000)
+            self.tray.showMessage(title, text, QSystemTrayIcon.MessageIcon.Warning, 15000)
         else:
             self.window.statusBar().showMessage(f"{title} — {text}")
 
     def _activated(self, reason) -> None:
-        if reason in (QSystemTrayIcon.Trigger, QSystemTrayIcon.DoubleClick):
+        if reason in (QSystemTrayIcon.ActivationReason.Trigger, QSystemTrayIcon.ActivationReason.DoubleClick):
             if self.broker.queue.pending:
                 self.show_prompt()
             else:

@@ -1,7 +1,8 @@
 /** The Root Guard commands, wired to the server through a small interface. */
 import * as path from 'path';
 import * as vscode from 'vscode';
-import { CommandLine, describe, trayCommand } from './serverCommand';
+import { CommandLine, trayCommand } from './serverCommand';
+import { describeTrayResult, TrayResult, trayInstallCommand } from './tray';
 import { Decision, ExplainResult, Inventory, Status } from './types';
 
 export const COMMANDS = {
@@ -10,6 +11,7 @@ export const COMMANDS = {
   explainAccess: 'rootguard.explainAccess',
   migrateConfig: 'rootguard.migrateConfigToV2',
   startTray: 'rootguard.startTray',
+  acknowledgeWidening: 'rootguard.acknowledgeWidening',
   restartServer: 'rootguard.restartServer',
   showLog: 'rootguard.showLog',
 } as const;
@@ -28,8 +30,16 @@ export interface CommandDeps {
   showLog(): void;
   serverCommand(): Promise<CommandLine>;
   showReport(status: Status): Promise<void>;
-  /** Starts a program detached from the editor; throws when it cannot be spawned. */
-  spawnDetached(line: CommandLine): Promise<void>;
+  /** Starts the tray detached and reports what happened to it. */
+  startTray(line: CommandLine): Promise<TrayResult>;
+  /** The tray's log file (its stdout and stderr). */
+  trayLog(): string;
+  /** The `rootguard` console script when it is on PATH. */
+  rootguardOnPath(): string | null;
+  /** True when `pipx` is on PATH. */
+  pipxOnPath(): boolean;
+  /** Records the current union as accepted (the server's `rootguard.acknowledge`). */
+  acknowledge(): Promise<void>;
   /** Where the user configuration file is, or undefined when it does not exist. */
   userConfigFile(): string | undefined;
 }
@@ -51,6 +61,7 @@ export function registerCommands(deps: CommandDeps): vscode.Disposable[] {
     register(COMMANDS.explainAccess, (uri?: vscode.Uri) => explainAccess(deps, uri)),
     register(COMMANDS.migrateConfig, (uri?: vscode.Uri) => migrateConfig(deps, uri)),
     register(COMMANDS.startTray, () => startTray(deps)),
+    register(COMMANDS.acknowledgeWidening, () => deps.acknowledge()),
     register(COMMANDS.restartServer, () => deps.restart()),
     register(COMMANDS.showLog, () => deps.showLog()),
   ];
@@ -224,7 +235,44 @@ async function migrateConfig(deps: CommandDeps, uri?: vscode.Uri): Promise<void>
 }
 
 async function startTray(deps: CommandDeps): Promise<void> {
-  const line = trayCommand(await deps.serverCommand());
-  await deps.spawnDetached(line);
-  void vscode.window.showInformationMessage(`Root Guard: tray started (${describe(line)}).`);
+  const line = trayCommand(await deps.serverCommand(), deps.rootguardOnPath());
+  if (!line) {
+    await offerTrayInstall(deps, 'Root Guard: the tray is not installed. It is a separate install (the extension carries only the language server)');
+    return;
+  }
+  const result = await vscode.window.withProgress(
+    { location: vscode.ProgressLocation.Notification, title: 'Root Guard: starting the tray…' },
+    () => deps.startTray(line),
+  );
+  const message = describeTrayResult(line, result);
+  const buttons = [...(message.offerInstall ? [INSTALL_TRAY] : []), ...(message.offerLog ? [OPEN_TRAY_LOG] : [])];
+  const show = message.level === 'error' ? vscode.window.showErrorMessage : vscode.window.showInformationMessage;
+  const choice = await show(message.text, ...buttons);
+  if (choice === INSTALL_TRAY) {
+    await offerTrayInstall(deps, 'Root Guard: install the tray');
+  } else if (choice === OPEN_TRAY_LOG) {
+    await vscode.window.showTextDocument(vscode.Uri.file(deps.trayLog()), { preview: true });
+  }
+}
+
+export const INSTALL_TRAY = 'Install Tray…';
+export const OPEN_TRAY_LOG = 'Open Tray Log';
+export const INSTALL_IN_TERMINAL = 'Install in Terminal';
+export const COPY_COMMAND = 'Copy Command';
+
+/** The tray is a pip/pipx install of its own: say how, and run it in a terminal on request. */
+async function offerTrayInstall(deps: CommandDeps, lead: string): Promise<void> {
+  const command = trayInstallCommand(deps.pipxOnPath(), process.platform);
+  const choice = await vscode.window.showInformationMessage(
+    `${lead}: \`${command}\`, then run Root Guard: Start Tray again.`,
+    INSTALL_IN_TERMINAL,
+    COPY_COMMAND,
+  );
+  if (choice === INSTALL_IN_TERMINAL) {
+    const terminal = vscode.window.createTerminal({ name: 'Root Guard: install the tray' });
+    terminal.show();
+    terminal.sendText(command);
+  } else if (choice === COPY_COMMAND) {
+    await vscode.env.clipboard.writeText(command);
+  }
 }

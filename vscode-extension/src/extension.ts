@@ -1,14 +1,18 @@
 /** Root Guard for VS Code: wiring only; the logic lives in the other modules. */
-import * as child_process from 'child_process';
 import * as fs from 'fs';
+import * as os from 'os';
+import * as path from 'path';
 import * as vscode from 'vscode';
-import { registerCommands } from './commands';
+import { COMMANDS, EXECUTE_COMMAND_REQUEST, registerCommands } from './commands';
 import { userConfigFile } from './configFile';
 import { registerMcpProvider } from './mcp';
 import { ReportView } from './reportView';
-import { ServerController } from './server';
-import { CommandLine } from './serverCommand';
+import { isExecutableFile, ServerController } from './server';
+import { findOnPath } from './serverCommand';
 import { StatusBar } from './statusBar';
+import { startTray, traySocketCandidates } from './tray';
+import { SERVER_ACKNOWLEDGE_COMMAND } from './widening';
+import { WideningNotifier } from './wideningNotifier';
 
 let controller: ServerController | undefined;
 
@@ -16,16 +20,25 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   const log = vscode.window.createOutputChannel('Root Guard', { log: true });
   const statusBar = new StatusBar();
   const report = new ReportView();
-  controller = new ServerController(log);
+  controller = new ServerController(log, bundledLauncher(context.extensionPath));
   const server = controller;
   const folderCount = () => vscode.workspace.workspaceFolders?.length ?? 0;
+  const trayLog = path.join(context.logUri?.fsPath ?? os.tmpdir(), 'tray.log');
   context.subscriptions.push(log, statusBar, report, server);
 
+  const notifier = new WideningNotifier({
+    status: () => server.status,
+    showReport: async () => vscode.commands.executeCommand(COMMANDS.showWideningReport),
+    acknowledge: () => server.request(EXECUTE_COMMAND_REQUEST, { command: SERVER_ACKNOWLEDGE_COMMAND, arguments: [] }),
+    log: (message) => log.info(message),
+  });
+  server.onWideningWarning((message) => notifier.fromServer(message));
   const refresh = () => {
     statusBar.show(server.current, folderCount());
     if (server.status) {
       void report.update(server.status);
     }
+    notifier.onStatus(server.status);
   };
   context.subscriptions.push(server.onDidChangeState(refresh), vscode.workspace.onDidChangeWorkspaceFolders(refresh));
 
@@ -37,13 +50,22 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
       showLog: () => log.show(true),
       serverCommand: () => server.command(),
       showReport: (status) => report.show(status),
-      spawnDetached: (line) => spawnDetached(line, log),
+      startTray: async (line) => {
+        log.info(`Starting the tray: ${[line.command, ...line.args].join(' ')} (output in ${trayLog})`);
+        const result = await startTray(line, { logFile: trayLog, sockets: traySocketCandidates(process.env, process.platform, uid(), os.homedir()) });
+        log.info(`Tray: ${JSON.stringify(result)}`);
+        return result;
+      },
+      trayLog: () => trayLog,
+      rootguardOnPath: () => onPath('rootguard'),
+      pipxOnPath: () => onPath('pipx') !== null,
+      acknowledge: () => notifier.acknowledge(),
       userConfigFile: () => existing(userConfigFile(process.env, process.platform)),
     }),
   );
 
   const version = String(context.extension?.packageJSON?.version ?? '0.0.0');
-  if (!registerMcpProvider(() => server.command(), version, context.subscriptions)) {
+  if (!registerMcpProvider(() => server.command(), version, context.subscriptions, () => onPath('rootguard'))) {
     log.info('This VS Code has no MCP server definition provider API; the guarded MCP server is not offered.');
   }
   await server.start();
@@ -58,18 +80,17 @@ function existing(file: string | undefined): string | undefined {
   return file && fs.existsSync(file) ? file : undefined;
 }
 
-/** Spawns a program that outlives the editor; resolves once it started, rejects if it could not. */
-function spawnDetached(line: CommandLine, log: vscode.LogOutputChannel): Promise<void> {
-  return new Promise((resolve, reject) => {
-    const child = child_process.spawn(line.command, line.args, { detached: true, stdio: 'ignore', env: process.env });
-    child.once('error', (error) => {
-      log.error(`Could not start ${line.command}: ${error.message}`);
-      reject(new Error(`could not start ${line.command}: ${error.message}`));
-    });
-    child.once('spawn', () => {
-      log.info(`Started ${[line.command, ...line.args].join(' ')} (pid ${child.pid})`);
-      child.unref();
-      resolve();
-    });
-  });
+/** `bundled/tool/launch.py` when the extension carries the server (a packaged .vsix), else null. */
+export function bundledLauncher(extensionPath: string): string | null {
+  const launcher = path.join(extensionPath, 'bundled', 'tool', 'launch.py');
+  const server = path.join(extensionPath, 'bundled', 'libs', 'lsp_bridge', '__init__.py');
+  return fs.existsSync(launcher) && fs.existsSync(server) ? launcher : null;
+}
+
+function onPath(name: string): string | null {
+  return findOnPath(name, process.env.PATH, process.platform, isExecutableFile, process.env.PATHEXT);
+}
+
+function uid(): number {
+  return typeof process.getuid === 'function' ? process.getuid() : -1;
 }

@@ -5,7 +5,9 @@
  * 1.101 with `contributes.mcpServerDefinitionProviders`; VS Code 1.100, as in
  * code-server 4.100, read the same id from `contributes.modelContextServerCollections`).
  */
+import * as os from 'os';
 import * as vscode from 'vscode';
+import { foldersTag, localFolderPath, localHosts } from './folders';
 import { CommandLine, mcpCommand } from './serverCommand';
 
 export const MCP_PROVIDER_ID = 'rootguard.mcp';
@@ -17,6 +19,7 @@ export function registerMcpProvider(
   serverCommand: () => Promise<CommandLine>,
   version: string,
   subscriptions: vscode.Disposable[],
+  rootguardOnPath: () => string | null = () => null,
 ): boolean {
   const api = vscode as any;
   const register = api.lm?.registerMcpServerDefinitionProvider;
@@ -29,13 +32,20 @@ export function registerMcpProvider(
   const provider = {
     onDidChangeMcpServerDefinitions: changed.event,
     provideMcpServerDefinitions: async () => {
-      const folders = (vscode.workspace.workspaceFolders ?? []).filter((f) => f.uri.scheme === 'file').map((f) => f.uri.fsPath);
+      const folders = windowFolders();
       const enabled = vscode.workspace.getConfiguration('rootguard').get<boolean>('mcp.enabled', true);
       if (!enabled || folders.length === 0) {
         return [];
       }
-      const line = mcpCommand(await serverCommand(), folders);
-      return [new Definition(MCP_LABEL, line.command, line.args, {}, version)];
+      let server: CommandLine;
+      try {
+        server = await serverCommand();
+      } catch {
+        return []; // no interpreter: the server's own notification says what to install
+      }
+      const line = mcpCommand(server, folders, rootguardOnPath());
+      // A new folder list is a new version, so VS Code restarts the server with the new --root set.
+      return [new Definition(MCP_LABEL, line.command, line.args, {}, `${version}+${foldersTag(folders)}`)];
     },
   };
   try {
@@ -55,4 +65,14 @@ export function registerMcpProvider(
     }),
   );
   return true;
+}
+
+/** The window's folders as local paths (`file:`, and `vscode-remote:` on this machine). */
+export function windowFolders(): string[] {
+  // VS Code's remote name is the whole authority when it has no `+` (code-server's `host:port`)
+  const remoteAuthority = vscode.env.remoteName ?? null;
+  const hosts = localHosts(os.hostname(), remoteAuthority);
+  return (vscode.workspace.workspaceFolders ?? [])
+    .map((f) => localFolderPath(f.uri, hosts, remoteAuthority))
+    .filter((p): p is string => p !== null);
 }

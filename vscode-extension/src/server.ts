@@ -15,12 +15,18 @@ import {
   ServerOptions,
   State,
 } from 'vscode-languageclient/node';
-import { answerShowMessageRequest, SHOW_MESSAGE_REQUEST } from './approvals';
+import { answerShowMessageRequest, MessageActionItem, SHOW_MESSAGE_REQUEST, ShowMessageRequestParams } from './approvals';
 import { onInterpreterChange, selectedInterpreter } from './python';
-import { describe, findOnPath, Selection, selectServerCommand } from './serverCommand';
+import { findPythonOnPath, pythonVersion } from './interpreter';
+import { describe, findOnPath, isSupportedPython, missingPythonMessage, Selection, selectServerCommand } from './serverCommand';
 import { ServerState, Status } from './types';
+import { isWideningMessage, isWideningRequest } from './widening';
 
 export const STATUS_NOTIFICATION = 'rootguard/status';
+export const SHOW_MESSAGE_NOTIFICATION = 'window/showMessage';
+
+/** Shows the server's widening warning as the extension's own notification; resolves to the button chosen. */
+export type WideningHandler = (message: string) => Promise<string | undefined>;
 const SETTINGS_THAT_RESTART = ['rootguard.serverCommand', 'rootguard.python'];
 /** A server that dies after running this long gets one automatic restart. */
 const STABLE_MS = 3 * 60 * 1000;
@@ -48,7 +54,14 @@ export class ServerController implements vscode.Disposable {
   /** Fires on every state change and every status notification. */
   readonly onDidChangeState = this.stateEmitter.event;
 
-  constructor(private readonly log: vscode.LogOutputChannel) {
+  private wideningHandler: WideningHandler | undefined;
+  private pythonOnPath: { path: string | undefined; found: Promise<string | null> } | undefined;
+
+  /** `bundle`: the bundled server's launcher (`bundled/tool/launch.py`), when the extension carries one. */
+  constructor(
+    private readonly log: vscode.LogOutputChannel,
+    private readonly bundle: string | null = null,
+  ) {
     this.disposables.push(
       vscode.workspace.onDidChangeConfiguration((event) => {
         if (SETTINGS_THAT_RESTART.some((key) => event.affectsConfiguration(key))) {
@@ -57,6 +70,11 @@ export class ServerController implements vscode.Disposable {
         }
       }),
     );
+  }
+
+  /** Routes the server's widening warnings (`window/showMessage` and `window/showMessageRequest`) to `handler`. */
+  onWideningWarning(handler: WideningHandler): void {
+    this.wideningHandler = handler;
   }
 
   get current(): ServerState {
@@ -69,7 +87,11 @@ export class ServerController implements vscode.Disposable {
 
   /** The command line the server would start with now, from the current settings. */
   async command(): Promise<Selection> {
-    return this.selectCommand();
+    const selection = await this.selectCommand();
+    if (!selection) {
+      throw new Error(missingPythonMessage(process.platform));
+    }
+    return selection;
   }
 
   start(): Promise<void> {
@@ -79,6 +101,7 @@ export class ServerController implements vscode.Disposable {
   restart(): Promise<void> {
     return this.enqueue(async () => {
       this.autoRestarted = false;
+      this.pythonOnPath = undefined; // Python may have been installed meanwhile
       await this.stop();
       await this.doStart();
     });
@@ -93,12 +116,18 @@ export class ServerController implements vscode.Disposable {
   private async doStart(): Promise<void> {
     this.setState({ kind: 'starting' });
     const selection = await this.selectCommand();
+    if (!selection) {
+      this.selection = undefined;
+      this.missingPython();
+      return;
+    }
     this.selection = selection;
     this.log.info(`Starting the server (${selection.source}): ${describe(selection)}`);
     const output = new TailChannel(this.log);
     const client = new QuietLanguageClient('rootguard', 'Root Guard', serverOptions(selection), this.clientOptions(output));
     client.onNotification(STATUS_NOTIFICATION, (status: Status) => this.setState({ kind: 'running', status }));
-    client.onRequest(SHOW_MESSAGE_REQUEST, answerShowMessageRequest);
+    client.onRequest(SHOW_MESSAGE_REQUEST, (params: ShowMessageRequestParams) => this.showMessageRequest(params));
+    client.onNotification(SHOW_MESSAGE_NOTIFICATION, (params: { type: number; message: string }) => this.showMessage(params));
     this.client = client;
     let failure: unknown;
     try {
@@ -124,6 +153,29 @@ export class ServerController implements vscode.Disposable {
     const why = stderr ? `it said "${stderr}"` : errorText(failure ?? 'it exited during startup');
     this.fail(`could not start the server \`${describe(selection)}\`: ${why}`);
     await client.dispose(1000).catch(() => undefined);
+  }
+
+  private async showMessageRequest(params: ShowMessageRequestParams): Promise<MessageActionItem | null> {
+    const actions = params.actions ?? [];
+    if (this.wideningHandler && isWideningRequest(actions)) {
+      const choice = await this.wideningHandler(params.message);
+      return actions.find((a) => a.title === choice) ?? null;
+    }
+    return answerShowMessageRequest(params);
+  }
+
+  /** As vscode-languageclient shows it, except the widening warning, which the extension shows its own way. */
+  private showMessage(params: { type: number; message: string }): void {
+    if (this.wideningHandler && isWideningMessage(params.message)) {
+      void this.wideningHandler(params.message);
+      return;
+    }
+    const show = params.type === 1
+      ? vscode.window.showErrorMessage
+      : params.type === 2
+        ? vscode.window.showWarningMessage
+        : vscode.window.showInformationMessage;
+    void show(params.message);
   }
 
   async stop(): Promise<void> {
@@ -156,22 +208,56 @@ export class ServerController implements vscode.Disposable {
     this.disposables.forEach((d) => d.dispose());
   }
 
-  private async selectCommand(): Promise<Selection> {
+  private async selectCommand(): Promise<Selection | null> {
     const config = vscode.workspace.getConfiguration('rootguard');
     const inputs = {
       serverCommand: config.get<string[]>('serverCommand', []),
       python: config.get<string>('python', ''),
       rootguardOnPath: findOnPath('rootguard', process.env.PATH, process.platform, isExecutableFile, process.env.PATHEXT),
+      bundle: this.bundle,
     };
-    let selection = selectServerCommand(inputs);
-    if (selection.source === 'default') {
-      const interpreter = await selectedInterpreter(vscode.workspace.workspaceFolders?.[0]?.uri);
-      selection = selectServerCommand({ ...inputs, pythonExtension: interpreter });
-      if (interpreter) {
-        await this.watchInterpreter();
+    const first = selectServerCommand(inputs);
+    if (first && ['setting', 'python-setting', 'path'].includes(first.source)) {
+      return first; // chosen without an interpreter to look for
+    }
+    const interpreter = await selectedInterpreter(vscode.workspace.workspaceFolders?.[0]?.uri);
+    let usable: string[] | null = null;
+    if (interpreter) {
+      await this.watchInterpreter();
+      const version = await pythonVersion(interpreter);
+      if (isSupportedPython(version)) {
+        usable = interpreter;
+      } else {
+        this.log.warn(`The Python extension's interpreter (${describe({ command: interpreter[0], args: interpreter.slice(1) })}) is `
+          + `${version ? `Python ${version.join('.')}` : 'not runnable'}; Root Guard needs 3.11 or newer.`);
       }
     }
-    return selection;
+    const pythonOnPath = usable ? null : await this.findPythonOnPath();
+    return selectServerCommand({ ...inputs, pythonExtension: usable, pythonOnPath });
+  }
+
+  /** A python3 >= 3.11 on PATH, looked for once per PATH value. */
+  private findPythonOnPath(): Promise<string | null> {
+    const current = process.env.PATH;
+    if (!this.pythonOnPath || this.pythonOnPath.path !== current) {
+      this.pythonOnPath = { path: current, found: findPythonOnPath(current, process.platform, isExecutableFile, process.env.PATHEXT) };
+    }
+    return this.pythonOnPath.found;
+  }
+
+  /** No interpreter for the bundled server: one notification that says what to install. */
+  private missingPython(): void {
+    const message = missingPythonMessage(process.platform);
+    this.log.error(message);
+    this.setState({ kind: 'down', error: 'no Python 3.11 or newer to run the server' });
+    void vscode.window.showErrorMessage(message, 'Download Python', 'Restart Server').then((choice) => {
+      if (choice === 'Download Python') {
+        void vscode.env.openExternal(vscode.Uri.parse('https://www.python.org/downloads/'));
+      } else if (choice === 'Restart Server') {
+        this.pythonOnPath = undefined;
+        void this.restart();
+      }
+    });
   }
 
   private async watchInterpreter(): Promise<void> {
@@ -294,7 +380,8 @@ function serverOptions(selection: Selection): ServerOptions {
   };
 }
 
-function isExecutableFile(candidate: string): boolean {
+/** True for an existing executable file (for PATH look-ups). */
+export function isExecutableFile(candidate: string): boolean {
   try {
     fs.accessSync(candidate, fs.constants.X_OK);
     return fs.statSync(candidate).isFile();

@@ -15,70 +15,159 @@ export interface ServerCommandInputs {
   python?: string | null;
   /** Absolute path of the `rootguard` console script when it is on PATH. */
   rootguardOnPath?: string | null;
-  /** The interpreter selected in the Python extension (command line), if any. */
+  /** The interpreter selected in the Python extension (command line), when it is Python >= 3.11. */
   pythonExtension?: readonly string[] | null;
+  /** A `python3` >= 3.11 found on PATH, if any. */
+  pythonOnPath?: string | null;
+  /** `bundled/tool/launch.py` when the extension carries the server and its dependencies. */
+  bundle?: string | null;
 }
 
 export interface Selection extends CommandLine {
   /** Which input decided, for the log. */
-  source: 'setting' | 'python-setting' | 'path' | 'python-extension' | 'default';
+  source: 'setting' | 'python-setting' | 'python-extension' | 'python-on-path' | 'path' | 'default';
 }
 
 export const SERVER_MODULE = 'lsp_bridge';
 export const TRAY_MODULE = 'tray';
 export const CLI_MODULE = 'lsp_bridge.cli';
 export const DEFAULT_PYTHON = 'python3';
+export const MINIMUM_PYTHON: readonly [number, number] = [3, 11];
+/** The file name of the bundle's launcher (`bundled/tool/launch.py`). */
+export const LAUNCHER = 'launch.py';
+
+/** `<python…> -m module`, or `<python…> launch.py module` with the bundle. */
+function runModule(python: readonly string[], module: string, bundle: string | null | undefined): string[] {
+  return bundle ? [...python, bundle, module] : [...python, '-m', module];
+}
+
+function line(all: string[], source: Selection['source']): Selection {
+  return { command: all[0], args: all.slice(1), source };
+}
 
 /**
- * The server command line. Order: `rootguard.serverCommand`, then
- * `rootguard.python -m lsp_bridge`, then the `rootguard` script on PATH, then
- * the Python extension's interpreter, then `python3 -m lsp_bridge`.
+ * The server command line, or null when the extension carries the bundled
+ * server but no Python >= 3.11 was found to run it.
+ *
+ * Order: `rootguard.serverCommand`; then `rootguard.python`; then, with the
+ * bundle, the Python extension's interpreter or a `python3` on PATH running
+ * the bundled server. Without a bundle (a development build): the `rootguard`
+ * script on PATH, the Python extension's interpreter, `python3 -m lsp_bridge`.
  */
-export function selectServerCommand(inputs: ServerCommandInputs): Selection {
+export function selectServerCommand(inputs: ServerCommandInputs): Selection | null {
   const configured = (inputs.serverCommand ?? []).filter((part) => typeof part === 'string');
   if (configured.length > 0 && configured[0].trim() !== '') {
     return { command: configured[0], args: configured.slice(1), source: 'setting' };
   }
+  const bundle = inputs.bundle || null;
   const python = inputs.python?.trim();
   if (python) {
-    return { command: python, args: ['-m', SERVER_MODULE], source: 'python-setting' };
+    return line(runModule([python], SERVER_MODULE, bundle), 'python-setting');
+  }
+  const interpreter = (inputs.pythonExtension ?? []).filter(Boolean);
+  if (bundle) {
+    if (interpreter.length > 0) {
+      return line(runModule(interpreter, SERVER_MODULE, bundle), 'python-extension');
+    }
+    return inputs.pythonOnPath ? line(runModule([inputs.pythonOnPath], SERVER_MODULE, bundle), 'python-on-path') : null;
   }
   if (inputs.rootguardOnPath) {
     return { command: inputs.rootguardOnPath, args: ['lsp'], source: 'path' };
   }
-  const interpreter = (inputs.pythonExtension ?? []).filter(Boolean);
   if (interpreter.length > 0) {
-    return { command: interpreter[0], args: [...interpreter.slice(1), '-m', SERVER_MODULE], source: 'python-extension' };
+    return line(runModule(interpreter, SERVER_MODULE, null), 'python-extension');
   }
-  return { command: DEFAULT_PYTHON, args: ['-m', SERVER_MODULE], source: 'default' };
+  return line(runModule([inputs.pythonOnPath || DEFAULT_PYTHON], SERVER_MODULE, null), inputs.pythonOnPath ? 'python-on-path' : 'default');
+}
+
+/** Where `<python…> launch.py lsp_bridge` names the bundle's launcher: its index, else -1. */
+function launcherIndex(all: readonly string[]): number {
+  const i = all.findIndex((part, index) => basename(part) === LAUNCHER && all[index + 1] === SERVER_MODULE);
+  return i > 0 ? i : -1;
+}
+
+/** True when the server runs from the extension's bundle. */
+export function isBundled(server: CommandLine): boolean {
+  return launcherIndex([server.command, ...server.args]) > 0;
+}
+
+/** The tray: `<python> -m tray` or `rootguard tray`; null when it is not installed (the bundle has no tray). */
+export function trayCommand(server: CommandLine, rootguardOnPath?: string | null): CommandLine | null {
+  const all = [server.command, ...server.args];
+  if (launcherIndex(all) > 0) {
+    return rootguardOnPath ? { command: rootguardOnPath, args: ['tray'] } : null;
+  }
+  const m = all.indexOf('-m');
+  if (m > 0 && all[m + 1] === SERVER_MODULE) {
+    return { command: server.command, args: [...all.slice(1, m), '-m', TRAY_MODULE] };
+  }
+  if (isRootguardScript(server.command)) {
+    return { command: server.command, args: ['tray'] };
+  }
+  return { command: rootguardOnPath || 'rootguard', args: ['tray'] };
 }
 
 /**
- * How to run another `rootguard` front end with the same installation as the
- * server: `<python> -m <module>` when the server is `<python> -m lsp_bridge`,
- * `<script> <subcommand>` when it is the `rootguard` script.
+ * The guarded MCP server with one `--root` per folder, from the same
+ * installation as the language server. With the bundled server, a `rootguard`
+ * on PATH (a full install, with the MCP SDK) is preferred; else the bundle runs
+ * it with the interpreter's own `mcp` package.
  */
-function sibling(server: CommandLine, subcommand: string, module: string, moduleArgs: string[]): CommandLine {
+export function mcpCommand(server: CommandLine, folders: readonly string[], rootguardOnPath?: string | null): CommandLine {
   const all = [server.command, ...server.args];
+  const roots = folders.flatMap((f) => ['--root', f]);
+  const launcher = launcherIndex(all);
+  if (launcher > 0) {
+    if (rootguardOnPath) {
+      return { command: rootguardOnPath, args: ['mcp', ...roots] };
+    }
+    return { command: server.command, args: [...all.slice(1, launcher + 1), CLI_MODULE, 'mcp', ...roots] };
+  }
   const m = all.indexOf('-m');
   if (m > 0 && all[m + 1] === SERVER_MODULE) {
-    return { command: server.command, args: [...all.slice(1, m), '-m', module, ...moduleArgs] };
+    return { command: server.command, args: [...all.slice(1, m), '-m', CLI_MODULE, 'mcp', ...roots] };
   }
   if (isRootguardScript(server.command)) {
-    return { command: server.command, args: [subcommand] };
+    return { command: server.command, args: ['mcp', ...roots] };
   }
-  return { command: 'rootguard', args: [subcommand] };
+  return { command: rootguardOnPath || 'rootguard', args: ['mcp', ...roots] };
 }
 
-/** The tray: `<python> -m tray`, or `rootguard tray`. */
-export function trayCommand(server: CommandLine): CommandLine {
-  return sibling(server, 'tray', TRAY_MODULE, []);
+/** `3.12` from what `python -c 'import sys; print(...)'` printed; null when unreadable. */
+export function parsePythonVersion(output: string): [number, number] | null {
+  const match = /^\s*(\d+)\.(\d+)\b/.exec(output);
+  return match ? [Number(match[1]), Number(match[2])] : null;
 }
 
-/** The guarded MCP server with one `--root` per folder. */
-export function mcpCommand(server: CommandLine, folders: readonly string[]): CommandLine {
-  const base = sibling(server, 'mcp', CLI_MODULE, ['mcp']);
-  return { command: base.command, args: [...base.args, ...folders.flatMap((f) => ['--root', f])] };
+/** True for a version the server runs on (3.11 or newer). */
+export function isSupportedPython(version: readonly [number, number] | null): boolean {
+  if (!version) {
+    return false;
+  }
+  return version[0] > MINIMUM_PYTHON[0] || (version[0] === MINIMUM_PYTHON[0] && version[1] >= MINIMUM_PYTHON[1]);
+}
+
+/** The interpreter names looked for on PATH: `python3` first, the versioned names for when it is older. */
+export function pythonNames(platform: string): string[] {
+  const versioned = ['python3.14', 'python3.13', 'python3.12', 'python3.11'];
+  return platform === 'win32' ? ['python', 'python3', ...versioned] : ['python3', ...versioned, 'python'];
+}
+
+/** The one notification shown when no interpreter can run the bundled server. */
+export function missingPythonMessage(platform: string): string {
+  const how = platform === 'darwin'
+    ? 'e.g. `brew install python@3.12` or python.org'
+    : platform === 'win32'
+      ? 'e.g. `winget install Python.Python.3.12` or python.org'
+      : 'e.g. `sudo apt install python3` (Debian 12, Ubuntu 24.04) or `sudo dnf install python3`';
+  const [major, minor] = MINIMUM_PYTHON;
+  return `Root Guard needs Python ${major}.${minor} or newer to run its language server (the extension carries the server itself) `
+    + `and found none: neither the Python extension's interpreter nor python3 on PATH. Install Python ${major}.${minor}+ (${how}), `
+    + 'or set rootguard.python, then restart the server.';
+}
+
+function basename(file: string): string {
+  return file.split(/[\\/]/).pop() ?? '';
 }
 
 /** True for `rootguard`, `/x/bin/rootguard` or `C:\x\rootguard.exe`. */

@@ -89,6 +89,8 @@ export interface Status {
   worktrees?: Worktree[];
   mounts?: Mounts | null;
   widened: boolean;
+  /** True when the user has accepted this union (`rootguard.acknowledge`); no notification then. */
+  acknowledged?: boolean;
   widening?: Widening[];
   inventory?: Inventory | null;
   inventory_pending?: boolean;

@@ -4,6 +4,7 @@ import * as path from 'path';
 import * as vscode from 'vscode';
 import { CommandDeps, COMMANDS, explainItems, isConfigFile, registerCommands, rootItems } from '../src/commands';
 import { CommandLine } from '../src/serverCommand';
+import { TrayResult } from '../src/tray';
 import { LOG_COMMAND, REPORT_COMMAND } from '../src/status';
 import { Status } from '../src/types';
 import { stub, Uri } from './stubs/vscode';
@@ -41,8 +42,19 @@ class FakeDeps implements CommandDeps {
   showReport = async (status: Status) => {
     this.reports.push(status);
   };
-  spawnDetached = async (line: CommandLine) => {
+  trayResult: TrayResult = { kind: 'running', pid: 42 };
+  onPath: string | null = null;
+  pipx = false;
+  acknowledged = 0;
+  startTray = async (line: CommandLine): Promise<TrayResult> => {
     this.spawned.push(line);
+    return this.trayResult;
+  };
+  trayLog = () => '/tmp/rootguard-tray.log';
+  rootguardOnPath = () => this.onPath;
+  pipxOnPath = () => this.pipx;
+  acknowledge = async () => {
+    this.acknowledged += 1;
   };
   userConfigFile = () => this.userFile;
 }
@@ -205,12 +217,45 @@ describe('commands', () => {
     assert.ok(!isConfigFile('/p/config.toml'));
   });
 
-  it('Start Tray spawns the tray with the server interpreter', async () => {
+  it('Start Tray spawns the tray with the server interpreter and says it runs', async () => {
     await vscode.commands.executeCommand(COMMANDS.startTray);
     assert.deepStrictEqual(deps.spawned, [{ command: '/venv/bin/python', args: ['-m', 'tray'] }]);
+    assert.deepStrictEqual(stub.shown.map((s) => [s.kind, s.message]), [['info', 'Root Guard: the tray is running (pid 42).']]);
     deps.server = { command: '/usr/local/bin/rootguard', args: ['lsp'] };
     await vscode.commands.executeCommand(COMMANDS.startTray);
     assert.deepStrictEqual(deps.spawned[1], { command: '/usr/local/bin/rootguard', args: ['tray'] });
+  });
+
+  it("Start Tray shows the tray's own error when it exits at once, with its log a click away", async () => {
+    deps.trayResult = { kind: 'exited', code: 1, signal: null, output: 'Traceback…\nrootguard tray: no graphical session (DISPLAY and WAYLAND_DISPLAY are unset)\n' };
+    stub.answer = (shown) => shown.items.includes('Open Tray Log') ? 'Open Tray Log' : undefined;
+    await vscode.commands.executeCommand(COMMANDS.startTray);
+    const [error] = stub.shown;
+    assert.strictEqual(error.kind, 'error');
+    assert.match(error.message, /the tray did not start \(exit code 1\): .*no graphical session/);
+    assert.doesNotMatch(error.message, /started/);
+    assert.strictEqual(stub.opened[0].fsPath, '/tmp/rootguard-tray.log');
+  });
+
+  it('Start Tray with the bundled server offers the pip/pipx install when no tray is installed', async () => {
+    deps.server = { command: '/usr/bin/python3', args: ['/ext/bundled/tool/launch.py', 'lsp_bridge'] };
+    deps.pipx = true;
+    stub.answer = (shown) => (shown.items.includes('Copy Command') ? 'Copy Command' : undefined);
+    await vscode.commands.executeCommand(COMMANDS.startTray);
+    assert.deepStrictEqual(deps.spawned, []);
+    assert.match(stub.shown[0].message, /separate install .*pipx install 'rootguard\[tray\]'/);
+    assert.strictEqual(stub.clipboard, "pipx install 'rootguard[tray]'");
+    stub.answer = (shown) => (shown.items.includes('Install in Terminal') ? 'Install in Terminal' : undefined);
+    await vscode.commands.executeCommand(COMMANDS.startTray);
+    assert.deepStrictEqual(stub.terminals.map((t) => [t.shown, t.sent]), [[true, ["pipx install 'rootguard[tray]'"]]]);
+    deps.onPath = '/home/u/.local/bin/rootguard';
+    await vscode.commands.executeCommand(COMMANDS.startTray);
+    assert.deepStrictEqual(deps.spawned, [{ command: '/home/u/.local/bin/rootguard', args: ['tray'] }]);
+  });
+
+  it('Acknowledge Widening reaches the server acknowledgement', async () => {
+    await vscode.commands.executeCommand(COMMANDS.acknowledgeWidening);
+    assert.strictEqual(deps.acknowledged, 1);
   });
 
   it('Restart Server and Show Log reach the server controller and the log', async () => {

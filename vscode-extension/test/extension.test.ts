@@ -9,14 +9,14 @@ const FAKE_SERVER = path.join(__dirname, 'fakeServer.js');
 
 describe('activate', function () {
   this.timeout(20000);
-  let context: { subscriptions: vscode.Disposable[]; extension: { packageJSON: { version: string } } };
+  let context: { subscriptions: vscode.Disposable[]; extensionPath: string; extension: { packageJSON: { version: string } } };
 
   beforeEach(() => {
     stub.reset();
     stub.setFolders(['/Users/dev/shop/packages/checkout']);
     stub.settings['rootguard.serverCommand'] = [process.execPath, FAKE_SERVER];
     process.env.FAKE_MODE = 'crash-free';
-    context = { subscriptions: [], extension: { packageJSON: { version: '0.1.0' } } };
+    context = { subscriptions: [], extensionPath: path.join(__dirname, '..', '..'), extension: { packageJSON: { version: '0.1.0' } } };
   });
   afterEach(async () => {
     await deactivate();
@@ -50,5 +50,22 @@ describe('activate', function () {
     assert.strictEqual(stub.webviews.length, 1);
     assert.match(stub.webviews[0].html, /Root Guard: widening report/);
     assert.match(stub.webviews[0].html, /Content-Security-Policy/);
+  });
+
+  it('a server that starts wide gets one notification with Show report and Acknowledge, and Acknowledge reaches it', async () => {
+    process.env.FAKE_MODE = 'widen';
+    stub.answer = (shown) => (shown.kind === 'warning' ? 'Acknowledge' : undefined);
+    await activate(context as unknown as vscode.ExtensionContext);
+    const summary = () => (stub.statusBarItems[0].tooltip as vscode.MarkdownString | undefined)?.value ?? '';
+    const started = Date.now();
+    while (!/answer: .*acknowledged 1/.test(summary()) && Date.now() - started < 8000) {
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    const warnings = stub.shown.filter((s) => s.kind === 'warning');
+    assert.strictEqual(warnings.length, 1, JSON.stringify(stub.shown.map((s) => s.message)));
+    assert.deepStrictEqual(warnings[0].items, ['Show report', 'Acknowledge']);
+    assert.doesNotMatch(warnings[0].message, /\n/);
+    assert.match(summary(), /answer: \{"title":"Acknowledge"\}; acknowledged 1/);
+    assert.ok(stub.shown.some((s) => s.kind === 'info' && /acknowledged/.test(s.message)));
   });
 });

@@ -4,6 +4,10 @@
  *                     asks an approval and reports the answer in a new status.
  * FAKE_MODE=exit    : exits at once with a message on stderr (a broken install).
  * FAKE_MODE=crash   : runs, then exits unexpectedly after the first status.
+ * FAKE_MODE=widen   : starts wide: a widened status (counting), the plain
+ *                     window/showMessage warning, the status with the count,
+ *                     then the warning as window/showMessageRequest with
+ *                     "Show report"/"Acknowledge"; records rootguard.acknowledge.
  */
 import { createMessageConnection, StreamMessageReader, StreamMessageWriter } from 'vscode-jsonrpc/node';
 
@@ -25,7 +29,43 @@ connection.onRequest('initialize', (params: any) => {
   process.stderr.write(`fake server: initialize with ${folders.length} folder(s)\n`);
   return { capabilities: {}, serverInfo: { name: 'fake-rootguard' } };
 });
+let acknowledged = 0;
+connection.onRequest('workspace/executeCommand', (params: any) => {
+  if (params.command === 'rootguard.acknowledge') {
+    acknowledged += 1;
+    void connection.sendNotification('rootguard/status', status(`acknowledged ${acknowledged}`));
+    return { acknowledged: true };
+  }
+  throw new Error(`unknown command ${params.command}`);
+});
+
+function widened(inventory: boolean): unknown {
+  return {
+    ...(status('widened') as object),
+    widened: true,
+    widening: [{ folder: '/src/shop', entry: '/src/shop/packages/checkout', kind: 'ancestor' }],
+    inventory: inventory ? { widens: true, files_before: 10, files_after: 62, ratio: 6.2, credentials: [{ path: '/src/shop/.env', count: 1 }], git: [] } : null,
+    inventory_pending: !inventory,
+  };
+}
+
+async function widen(): Promise<void> {
+  await connection.sendNotification('rootguard/status', widened(false));
+  await connection.sendNotification('window/showMessage', { type: 2, message: "Root Guard: the agent's file boundary widened. /src/shop widens /src/shop/packages/checkout\n52 more files" });
+  await connection.sendNotification('rootguard/status', widened(true));
+  const answer = await connection.sendRequest('window/showMessageRequest', {
+    type: 2,
+    message: "Root Guard: adding shop widened the agent's boundary ×6.2 — +52 files, 1 secrets file",
+    actions: [{ title: 'Show report' }, { title: 'Acknowledge' }],
+  });
+  await connection.sendNotification('rootguard/status', status(`answer: ${JSON.stringify(answer)}; acknowledged ${acknowledged}`));
+}
+
 connection.onNotification('initialized', async () => {
+  if (mode === 'widen') {
+    await widen();
+    return;
+  }
   await connection.sendNotification('rootguard/status', status('started'));
   if (mode === 'crash') {
     setTimeout(() => process.exit(7), 50);

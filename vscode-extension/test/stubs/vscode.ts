@@ -202,6 +202,8 @@ export const stub = {
   foundFiles: [] as Uri[],
   extensions: new Map<string, any>(),
   webviews: [] as Array<{ title: string; html: string; messages: (m: any) => void }>,
+  opened: [] as any[],
+  terminals: [] as Array<{ name: string; sent: string[]; shown: boolean }>,
   configurationChanged: new EventEmitter<{ affectsConfiguration(section: string): boolean }>(),
   foldersChanged: new EventEmitter<{ added: any[]; removed: any[] }>(),
   reset(): void {
@@ -217,6 +219,8 @@ export const stub = {
     this.foundFiles = [];
     this.extensions.clear();
     this.webviews = [];
+    this.opened = [];
+    this.terminals = [];
     (exports as any).lm = undefined;
     (exports as any).McpStdioServerDefinition = undefined;
   },
@@ -308,7 +312,15 @@ export const window = {
       dispose: () => disposed.fire(),
     };
   },
-  showTextDocument: async (document: any) => ({ document }),
+  showTextDocument: async (document: any) => {
+    stub.opened.push(document);
+    return { document };
+  },
+  createTerminal: (options: { name?: string }) => {
+    const terminal = { name: options?.name ?? '', sent: [] as string[], shown: false, show() { this.shown = true; }, sendText(text: string) { this.sent.push(text); }, dispose() {} };
+    stub.terminals.push(terminal);
+    return terminal;
+  },
   withProgress: async (_options: unknown, task: (progress: any, token: any) => Promise<unknown>) =>
     task({ report: () => undefined }, new CancellationTokenSource().token),
 };

@@ -1,0 +1,32 @@
+"""Runs a module of the Root Guard copy bundled in the VS Code extension.
+
+    python launch.py lsp_bridge            the language server on stdio
+    python launch.py lsp_bridge.cli mcp …  the guarded MCP server (needs the mcp SDK)
+
+The bundle (``../libs``: lsp_bridge and its pure-Python dependencies) goes first
+on ``sys.path``, so the extension always runs the server it was built with,
+whatever else the interpreter has installed. Any Python >= 3.11 will do.
+"""
+
+import os
+import runpy
+import sys
+
+MINIMUM = (3, 11)
+
+if sys.version_info < MINIMUM:
+    found = ".".join(map(str, sys.version_info[:3]))
+    sys.stderr.write(f"Root Guard needs Python {MINIMUM[0]}.{MINIMUM[1]} or newer; {sys.executable} is {found}\n")
+    sys.exit(3)
+if len(sys.argv) < 2:
+    sys.stderr.write("usage: launch.py MODULE [ARGS...]\n")
+    sys.exit(2)
+
+LIBS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "libs")
+if not os.path.isdir(os.path.join(LIBS, "lsp_bridge")):
+    sys.stderr.write(f"Root Guard: the bundled server is missing from {LIBS}; reinstall the extension\n")
+    sys.exit(3)
+sys.path[0] = LIBS  # instead of this script's directory
+module = sys.argv[1]
+sys.argv = [module, *sys.argv[2:]]
+runpy.run_module(module, run_name="__main__", alter_sys=True)

@@ -1,50 +1,95 @@
-// Drives a real VS Code (code-server) in headless Chromium: opens a workspace
-// with one narrow package, adds the repository root by rewriting the
-// .code-workspace file, waits for Root Guard's status bar warning and saves a
-// screenshot. Started by scripts/e2e_code_server.sh, which sets everything up.
+// Drives a real VS Code (code-server) in headless Chromium the way a person
+// widens an agent's boundary, and checks what Root Guard shows:
+//   1. opens one package as a single-folder window (?folder=),
+//   2. F1 → "Workspaces: Add Folder to Workspace…" → types the repository root
+//      into code-server's simple file dialog → "Add"; the window reloads into
+//      an untitled workspace with both folders and the server starts afresh,
+//   3. asserts the status bar warning (text and warning background), Root
+//      Guard's notification with "Show report" and "Acknowledge", saves the
+//      screenshot, and opens the report from the notification,
+//   4. reopens the saved wide workspace (?workspace=) in a new window and
+//      asserts the warning and the notification again,
+//   5. acknowledges from the notification and asserts the warning clears.
+// Every wait is on UI state; no fixed sleeps. Started by scripts/e2e_code_server.sh.
 //
-//   node e2e_code_server.mjs URL WORKSPACE_FILE ROOT_FOLDER SCREENSHOT
+//   node e2e_code_server.mjs BASE_URL NARROW_FOLDER ROOT_FOLDER SCREENSHOT
 //
 // Needs NODE_PATH to hold playwright-core and CHROMIUM to name the browser.
 import { createRequire } from 'node:module';
-import { readFileSync, writeFileSync, mkdirSync } from 'node:fs';
+import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 
 const require = createRequire(import.meta.url);
 const { chromium } = require('playwright-core');
 
-const [url, workspaceFile, rootFolder, screenshot] = process.argv.slice(2);
+const [baseUrl, narrowFolder, rootFolder, screenshot] = process.argv.slice(2);
 if (!screenshot || !process.env.CHROMIUM) {
-  console.error('usage: CHROMIUM=/path/to/chromium node e2e_code_server.mjs URL WORKSPACE_FILE ROOT_FOLDER SCREENSHOT');
+  console.error('usage: CHROMIUM=/path/to/chromium node e2e_code_server.mjs BASE_URL NARROW_FOLDER ROOT_FOLDER SCREENSHOT');
   process.exit(2);
 }
 const ITEM = '#workbench\\.parts\\.statusbar .statusbar-item[id$="rootguard.status"]';
-const log = (message) => console.log(`[e2e] ${message}`);
+const WIDENED = /secrets file|×|widened/;
+const T0 = Date.now();
+const log = (message) => console.log(`[e2e ${((Date.now() - T0) / 1000).toFixed(1)}s] ${message}`);
 
 async function statusText(page) {
   const item = page.locator(ITEM);
   return (await item.count()) > 0 ? (await item.first().innerText()).trim() : '';
 }
 
-async function waitForStatus(page, what, predicate, timeoutMs) {
-  const started = Date.now();
-  let last = '';
-  while (Date.now() - started < timeoutMs) {
-    last = await statusText(page);
-    if (predicate(last)) {
-      log(`${what}: "${last}"`);
-      return last;
-    }
-    await page.waitForTimeout(500);
+/** Waits until the Root Guard status bar item's text satisfies `predicate` (polled by Playwright). */
+async function waitForStatus(page, what, predicate, timeout) {
+  try {
+    await page.waitForFunction(
+      ([selector, source, flags]) => {
+        const el = document.querySelector(selector);
+        return !!el && new RegExp(source, flags).test(el.textContent ?? '');
+      },
+      [ITEM, predicate.source, predicate.flags],
+      { timeout, polling: 250 },
+    );
+  } catch (error) {
+    throw new Error(`timed out waiting for ${what}; the status bar item says "${await statusText(page)}"`);
   }
-  throw new Error(`timed out waiting for ${what}; status bar item text: "${last}"`);
+  const text = await statusText(page);
+  log(`${what}: "${text}"`);
+  return text;
 }
 
-const browser = await chromium.launch({
-  executablePath: process.env.CHROMIUM,
-  args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage'],
-});
-try {
+/** The status item's background must be the theme's warning background, not the plain bar. */
+async function assertWarningBackground(page) {
+  const item = page.locator(ITEM).first();
+  const [background, bar] = await Promise.all([
+    item.evaluate((el) => getComputedStyle(el).backgroundColor),
+    page.locator('#workbench\\.parts\\.statusbar').evaluate((el) => getComputedStyle(el).backgroundColor),
+  ]);
+  const transparent = /rgba\(0, 0, 0, 0\)|transparent/.test(background);
+  if (transparent || background === bar) {
+    throw new Error(`the status bar item has no warning background (item ${background}, bar ${bar})`);
+  }
+  log(`warning background: ${background} (bar ${bar})`);
+}
+
+/** Root Guard's widening notification with its two buttons; returns the toast. */
+async function widenNotification(page, timeout) {
+  const toast = page.locator('.notification-toast', { hasText: /Root Guard: .*widened/ }).first();
+  await toast.waitFor({ state: 'visible', timeout });
+  const message = (await toast.locator('.notification-list-item-message').innerText()).trim();
+  const buttons = (await toast.locator('.notification-list-item-buttons-container .monaco-button').allInnerTexts()).map((t) => t.trim());
+  for (const wanted of ['Show report', 'Acknowledge']) {
+    if (!buttons.includes(wanted)) {
+      throw new Error(`the notification "${message}" has buttons ${JSON.stringify(buttons)}, not "${wanted}"`);
+    }
+  }
+  const all = await page.locator('.notification-toast', { hasText: /widened/ }).count();
+  if (all !== 1) {
+    throw new Error(`${all} widening notifications are shown; one is expected`);
+  }
+  log(`notification: "${message}" [${buttons.join(' | ')}]`);
+  return toast;
+}
+
+async function openWorkbench(browser, url) {
   const page = await browser.newPage({ viewport: { width: 1280, height: 800 }, deviceScaleFactor: 1 });
   page.on('console', (m) => {
     if (m.type() === 'error' && /rootguard|Root Guard/i.test(m.text())) {
@@ -54,52 +99,97 @@ try {
   log(`opening ${url}`);
   await page.goto(url, { waitUntil: 'domcontentloaded' });
   await page.waitForSelector('#workbench\\.parts\\.statusbar', { timeout: 120_000 });
-  const narrow = await waitForStatus(page, 'narrow status', (t) => /\broots?\b/.test(t), 120_000);
-  if (/×|secrets/.test(narrow)) {
-    throw new Error(`the narrow workspace already shows a widening: "${narrow}"`);
-  }
+  return page;
+}
 
-  log(`adding ${rootFolder} to the workspace file`);
-  const workspace = JSON.parse(readFileSync(workspaceFile, 'utf8'));
-  workspace.folders.push({ path: rootFolder });
-  writeFileSync(workspaceFile, JSON.stringify(workspace, null, 2));
+/** F1 → "Workspaces: Add Folder to Workspace…" → the simple file dialog → `folder` → Add. */
+async function addFolderThroughTheUi(page, folder) {
+  const input = page.locator('.quick-input-widget .quick-input-box input');
+  await page.locator('.monaco-workbench').click({ position: { x: 640, y: 300 } });
+  await page.keyboard.press('F1');
+  await input.waitFor({ state: 'visible', timeout: 30_000 });
+  await input.fill('>Workspaces: Add Folder to Workspace');
+  const row = page.locator('.quick-input-list .monaco-list-row', { hasText: 'Add Folder to Workspace' }).first();
+  await row.waitFor({ state: 'visible', timeout: 30_000 });
+  await row.click();
+  // code-server's simple file dialog: a quick input holding a path, with an "Add" button
+  const add = page.locator('.quick-input-widget .monaco-button', { hasText: /^Add$/ }).first();
+  await add.waitFor({ state: 'visible', timeout: 30_000 });
+  await input.click();
+  await input.press('Control+A');
+  await input.pressSequentially(folder.endsWith('/') ? folder : `${folder}/`, { delay: 5 });
+  await page.waitForFunction(
+    ([selector, wanted]) => document.querySelector(selector)?.value?.replace(/\/$/, '') === wanted,
+    ['.quick-input-widget .quick-input-box input', folder.replace(/\/$/, '')],
+    { timeout: 10_000 },
+  );
+  log(`add folder dialog: ${folder}`);
+  await add.click();
+}
 
-  const widened = await waitForStatus(page, 'widening warning', (t) => /secrets file|×/.test(t), 180_000);
-  const background = await page.locator(ITEM).first().evaluate((el) => getComputedStyle(el).backgroundColor);
-  log(`status bar item background: ${background}`);
-
-  // Hover to show the tooltip, then capture the bottom-left of the window.
+async function saveScreenshot(page, file) {
   await page.locator(ITEM).first().hover();
-  await page.waitForTimeout(1500);
   const hover = page.locator('.monaco-hover, .workbench-hover').first();
+  await hover.waitFor({ state: 'visible', timeout: 10_000 }).catch(() => log('the tooltip did not appear'));
   const viewport = page.viewportSize();
-  const itemBox = await page.locator(ITEM).first().boundingBox();
   let top = viewport.height - 260;
-  let right = 900;
-  if (await hover.isVisible().catch(() => false)) {
-    const box = await hover.boundingBox();
+  for (const locator of [hover, page.locator('.notification-toast').first()]) {
+    const box = await locator.boundingBox().catch(() => null);
     if (box) {
-      top = Math.max(0, Math.floor(box.y) - 12);
-      right = Math.ceil(Math.max(box.x + box.width, itemBox ? itemBox.x + itemBox.width : 0)) + 16;
+      top = Math.min(top, Math.max(0, Math.floor(box.y) - 12));
     }
-  } else {
-    log('the tooltip did not appear; the screenshot shows the status bar only');
   }
-  mkdirSync(dirname(screenshot), { recursive: true });
-  await page.screenshot({ path: screenshot, clip: { x: 0, y: top, width: Math.min(right, viewport.width), height: viewport.height - top } });
-  log(`saved ${screenshot} (${widened})`);
-
-  // A click opens the widening report.
+  mkdirSync(dirname(file), { recursive: true });
+  await page.screenshot({ path: file, clip: { x: 0, y: top, width: viewport.width, height: viewport.height - top } });
+  log(`saved ${file}`);
   await page.mouse.move(640, 200);
-  await page.locator(ITEM).first().click();
-  const tab = page.locator('.tabs-container .tab', { hasText: 'Widening Report' });
-  await tab.first().waitFor({ timeout: 30_000 });
-  log('clicking the status bar item opened the widening report');
+}
+
+const browser = await chromium.launch({
+  executablePath: process.env.CHROMIUM,
+  args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage'],
+});
+try {
+  // 1. a single-folder window on the narrow package
+  const page = await openWorkbench(browser, `${baseUrl}/?folder=${encodeURIComponent(narrowFolder)}`);
+  const narrow = await waitForStatus(page, 'narrow status', /\broots?\b/, 120_000);
+  if (WIDENED.test(narrow)) {
+    throw new Error(`the single-folder window already shows a widening: "${narrow}"`);
+  }
+
+  // 2. widen the way a person does; the window reloads into an untitled workspace
+  await addFolderThroughTheUi(page, rootFolder);
+  await page.waitForURL(/[?&]workspace=/, { timeout: 60_000 });
+  const workspaceUrl = page.url();
+  log(`reloaded into ${decodeURIComponent(workspaceUrl)}`);
+  await page.waitForSelector('#workbench\\.parts\\.statusbar', { timeout: 120_000 });
+
+  // 3. the warning, the notification and the report
+  await waitForStatus(page, 'widening warning after Add Folder', WIDENED, 180_000);
+  await assertWarningBackground(page);
+  const toast = await widenNotification(page, 60_000);
+  await saveScreenshot(page, screenshot);
+  await toast.hover();
+  await toast.locator('.monaco-button', { hasText: 'Show report' }).click();
+  await page.locator('.tabs-container .tab', { hasText: 'Widening Report' }).first().waitFor({ timeout: 30_000 });
+  log('"Show report" opened the widening report');
   if (process.env.REPORT_SCREENSHOT) {
-    await page.waitForTimeout(2000);
     await page.screenshot({ path: process.env.REPORT_SCREENSHOT });
     log(`saved ${process.env.REPORT_SCREENSHOT}`);
   }
+  await page.close();
+
+  // 4. the saved wide workspace, reopened, warns again
+  const again = await openWorkbench(browser, workspaceUrl);
+  await waitForStatus(again, 'widening warning in the reopened workspace', WIDENED, 180_000);
+  await assertWarningBackground(again);
+  const toastAgain = await widenNotification(again, 60_000);
+
+  // 5. Acknowledge records the union: the warning clears
+  await toastAgain.hover();
+  await toastAgain.locator('.monaco-button', { hasText: 'Acknowledge' }).click();
+  await waitForStatus(again, 'status after Acknowledge', /^(?!.*(secrets file|×|widened)).*\broots?\b/, 60_000);
+  log('passed');
 } finally {
   await browser.close();
 }

@@ -1,18 +1,28 @@
 #!/usr/bin/env bash
 # End-to-end check of the Root Guard VS Code extension in a real VS Code
 # (code-server, VS Code 1.100) driven by headless Chromium:
-#   1. installs code-server, Chromium and playwright-core into .tools/ (once; needs
-#      root for apt-get; only the Debian and npm registries are contacted),
-#   2. builds the .vsix and installs it,
-#   3. builds the demo monorepo, opens a workspace with packages/checkout only,
-#   4. adds the repository root by rewriting the .code-workspace file,
-#   5. waits for the status bar warning and saves docs/screenshots/statusbar-warning.png.
+#   1. installs code-server, Chromium and playwright-core (once: with
+#      ../shared/tools/install_code_server.sh when it is there, else the same
+#      steps below; needs root for apt-get; only the Debian and npm registries
+#      are contacted),
+#   2. builds the .vsix (with the bundled language server) and installs ONLY
+#      it: code-server runs with the login PATH, which has no `rootguard`, and a
+#      python3 without Root Guard; the server must start from the bundle,
+#   3. builds the demo monorepo, opens packages/checkout as a single folder,
+#   4. widens the way a person does (F1 → Workspaces: Add Folder to Workspace…
+#      → the repository root → Add; the window reloads into an untitled
+#      workspace) and asserts the warning background, Root Guard's notification
+#      with "Show report" and "Acknowledge", and the report; saves the screenshot,
+#   5. reopens the saved wide workspace, asserts the warning again, then
+#      acknowledges and asserts it clears (scripts/e2e_code_server.mjs).
 #
-#   scripts/e2e_code_server.sh            (PYTHON=... to choose the interpreter)
-# Environment: PYTHON (default .venv/bin/python), TOOLS (default .tools),
+#   scripts/e2e_code_server.sh
+# Environment: PYTHON (default .venv/bin/python: builds the demo, never seen by
+# code-server), TOOLS (default .tools; code-server goes to $TOOLS/code-server),
 # CS_VERSION (default 4.100.3), DEMO=large|small (default large: the seed's
 # 340 -> 61,000 files; small is quicker), KEEP=1 keeps the temporary directory,
-# SCREENSHOT=path, REPORT_SCREENSHOT=path also captures the widening report.
+# SCREENSHOT=path (default docs/screenshots/statusbar-warning.png),
+# REPORT_SCREENSHOT=path also captures the widening report.
 set -euo pipefail
 
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -67,7 +77,13 @@ free_port() {
 [ -x "$PYTHON" ] || { echo "no Python at $PYTHON (set PYTHON=)"; exit 2; }
 "$PYTHON" -m lsp_bridge --help >/dev/null || { echo "$PYTHON -m lsp_bridge does not run"; exit 2; }
 if [ ! -x "$CODE_SERVER" ] || [ ! -d "$PREFIX/tools/node_modules/playwright-core" ]; then
-  install_code_server
+  SHARED_INSTALLER=$REPO/../shared/tools/install_code_server.sh
+  if [ -f "$SHARED_INSTALLER" ]; then
+    step "install code-server with $SHARED_INSTALLER"
+    CS_VERSION=$CS_VERSION PW_VERSION=$PW_VERSION bash "$SHARED_INSTALLER" "$PREFIX"
+  else
+    install_code_server
+  fi
 fi
 CHROMIUM=${CHROMIUM:-$(command -v chromium || true)}
 [ -n "$CHROMIUM" ] || { echo "chromium not found"; exit 2; }
@@ -120,10 +136,10 @@ step "code-server profile"
 DATA=$WORK/user-data
 EXTENSIONS=$WORK/extensions
 mkdir -p "$DATA/User" "$DATA/Machine" "$EXTENSIONS"
-SETTINGS=$("$PYTHON" - "$PYTHON" <<'PY'
-import json, sys
+# No rootguard.serverCommand: the extension finds python3 on the login PATH and runs its bundle.
+SETTINGS=$("$PYTHON" - <<'PY'
+import json
 print(json.dumps({
-    "rootguard.serverCommand": [sys.argv[1], "-m", "lsp_bridge"],
     "security.workspace.trust.enabled": False,
     "workbench.startupEditor": "none",
     "workbench.tips.enabled": False,
@@ -140,19 +156,33 @@ PY
 # machine-scoped settings are read from the remote (Machine) settings in code-server
 echo "$SETTINGS" > "$DATA/User/settings.json"
 echo "$SETTINGS" > "$DATA/Machine/settings.json"
-WORKSPACE_FILE=$WORK/demo.code-workspace
-printf '{\n  "folders": [{"path": "%s"}],\n  "settings": {}\n}\n' "$NARROW" > "$WORKSPACE_FILE"
 
-export EXTENSIONS_GALLERY='{}'
+# code-server and its extension host see only the login environment: the
+# login PATH (plus Node's directory) and nothing of this project.
+LOGIN_PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+NODE_DIR=$(dirname "$(command -v node)")
+case ":$LOGIN_PATH:" in *":$NODE_DIR:"*) ;; *) LOGIN_PATH=$LOGIN_PATH:$NODE_DIR ;; esac
+if found=$(PATH=$LOGIN_PATH command -v rootguard); then
+  echo "rootguard is on the login PATH ($found): the end to end must start the server from the .vsix alone"; exit 2
+fi
+if (cd / && PATH=$LOGIN_PATH python3 -c 'import lsp_bridge') 2>/dev/null; then
+  echo "python3 on the login PATH has Root Guard installed: the end to end must start the server from the .vsix alone"; exit 2
+fi
+echo "login PATH: $LOGIN_PATH (python3: $(PATH=$LOGIN_PATH command -v python3 || echo none))"
+code_server() {
+  env -i HOME="$HOME" USER="${USER:-$(id -un)}" SHELL=/bin/bash LANG=C.UTF-8 PATH="$LOGIN_PATH" TMPDIR="${TMPDIR:-/tmp}" \
+    XDG_CONFIG_HOME="$XDG_CONFIG_HOME" XDG_STATE_HOME="$XDG_STATE_HOME" XDG_RUNTIME_DIR="$XDG_RUNTIME_DIR" \
+    EXTENSIONS_GALLERY='{}' "$CODE_SERVER" "$@"
+}
 CS_FLAGS=(--auth none --disable-telemetry --disable-update-check --disable-workspace-trust
           --extensions-dir "$EXTENSIONS" --user-data-dir "$DATA")
 
 step "install the extension"
-"$CODE_SERVER" "${CS_FLAGS[@]}" --install-extension "$VSIX" 2>&1 | tail -1
+code_server "${CS_FLAGS[@]}" --install-extension "$VSIX" 2>&1 | tail -1
 
 PORT=$(free_port)
 step "start code-server on 127.0.0.1:$PORT"
-"$CODE_SERVER" "${CS_FLAGS[@]}" --bind-addr "127.0.0.1:$PORT" --ignore-last-opened >"$WORK/code-server.log" 2>&1 &
+code_server "${CS_FLAGS[@]}" --bind-addr "127.0.0.1:$PORT" --ignore-last-opened >"$WORK/code-server.log" 2>&1 &
 SERVER_PID=$!
 for _ in $(seq 1 120); do
   if "$PYTHON" -c "import urllib.request, sys; urllib.request.urlopen('http://127.0.0.1:$PORT/healthz', timeout=2)" 2>/dev/null; then
@@ -163,11 +193,18 @@ for _ in $(seq 1 120); do
 done
 
 step "drive the workbench"
-URL="http://127.0.0.1:$PORT/?workspace=$WORKSPACE_FILE"
+rootguard_logs() {
+  find "$DATA/logs" -name '*Root Guard*' -exec sh -c 'echo "--- $1"; tail -${2:-40} "$1"' _ {} "${1:-40}" \; 2>/dev/null || true
+}
 if ! CHROMIUM=$CHROMIUM NODE_PATH="$PREFIX/tools/node_modules" \
-    node "$REPO/scripts/e2e_code_server.mjs" "$URL" "$WORKSPACE_FILE" "$ROOT" "$SCREENSHOT"; then
+    node "$REPO/scripts/e2e_code_server.mjs" "http://127.0.0.1:$PORT" "$NARROW" "$ROOT" "$SCREENSHOT"; then
   echo "--- code-server log (tail)"; tail -40 "$WORK/code-server.log"
-  find "$DATA/logs" -name '*Root Guard*' -exec sh -c 'echo "--- $1"; tail -40 "$1"' _ {} \; 2>/dev/null || true
+  rootguard_logs 60
+  exit 1
+fi
+# The server ran from the bundle inside the installed extension, with python3 from the login PATH.
+if ! rootguard_logs 400 | grep -E "Starting the server \(python-on-path\): [^ ]*python3[^ ]* [^ ]*$(basename "$EXTENSIONS")/rootguard\.rootguard-[^/]*/bundled/tool/launch\.py lsp_bridge" ; then
+  echo "the Root Guard log does not show the server starting from the bundle:"; rootguard_logs 40
   exit 1
 fi
 step "done: $SCREENSHOT"

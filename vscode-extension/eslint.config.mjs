@@ -4,7 +4,7 @@ import js from "@eslint/js";
 import tseslint from "typescript-eslint";
 
 export default tseslint.config(
-  { ignores: ["out/", "dist/", "node_modules/", "*.vsix"] },
+  { ignores: ["out/", "dist/", "node_modules/", "*.vsix", "bundled/libs/"] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {

@@ -137,6 +137,45 @@ def cmd_config_migrate(args) -> int:
     return main_migrate(forwarded)
 
 
+def cmd_probe(args) -> int:
+    from lsp_bridge.probe.runner import ProbeError, format_report, run_probe
+
+    command = _after_dashes(args.command, "probe", "SERVER_COMMAND")
+    try:
+        report = run_probe(command, trace=args.trace)
+    except ProbeError as err:
+        raise UsageError(str(err)) from None
+    if args.json:
+        _print_json(report.to_json())
+    else:
+        print(format_report(report))
+    return 0 if report.ok else 1
+
+
+def cmd_trace(args) -> int:
+    from lsp_bridge.trace.run import TraceError, TraceUnavailable, format_trace, run_trace
+
+    command = _after_dashes(args.command, "trace", "COMMAND")
+    if not args.root:
+        raise UsageError("trace needs at least one --root FOLDER (never the current directory)")
+    session = _session(args.root)
+    broken = [d for d in session.config_diagnostics() if d.severity == "error"]
+    if broken:
+        raise UsageError("invalid configuration: " + "; ".join(d.format() for d in broken))
+    try:
+        result = run_trace(session, command, enforced=args.enforced)
+    except TraceUnavailable as err:
+        print(f"rootguard trace: {err}", file=sys.stderr)
+        return 125
+    except TraceError as err:
+        raise UsageError(str(err)) from None
+    if args.json:
+        _print_json(result.to_json())
+    else:
+        print(format_trace(result))
+    return 0
+
+
 def cmd_demo(args) -> int:
     from lsp_bridge.cli.demo import run_demo
 
@@ -160,6 +199,15 @@ def _session(folders: Sequence[str]):
             raise UsageError(f"{folder}: not an existing directory")
         checked.append(folder)
     return open_session(checked)
+
+
+def _after_dashes(command: Sequence[str], name: str, what: str) -> list[str]:
+    command = list(command)
+    if command and command[0] == "--":
+        command = command[1:]
+    if not command:
+        raise UsageError(f"{name} needs {what} after --")
+    return command
 
 
 def _print_json(data) -> None:
@@ -216,6 +264,20 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--keep", action="store_true", help="keep the demo directory")
     p.add_argument("--json", action="store_true")
     p.set_defaults(run=cmd_demo)
+
+    p = sub.add_parser("trace", help="run COMMAND traced; propose the named-file grants it needs outside the roots")
+    p.add_argument("--root", action="append", default=[], metavar="FOLDER")
+    p.add_argument("--json", action="store_true")
+    p.add_argument("--enforced", action="store_true",
+                   help="run under the real narrow sandbox in rounds (what rootguard run would refuse)")
+    p.add_argument("command", nargs=argparse.REMAINDER, metavar="-- COMMAND [ARG...]")
+    p.set_defaults(run=cmd_trace)
+
+    p = sub.add_parser("probe", help="the boundary test matrix for any stdio MCP server ({root} = the narrow root)")
+    p.add_argument("--json", action="store_true")
+    p.add_argument("--trace", action="store_true", help="also trace the server and list what it opened outside")
+    p.add_argument("command", nargs=argparse.REMAINDER, metavar="-- SERVER_COMMAND [ARG...]")
+    p.set_defaults(run=cmd_probe)
 
     for name, (_, text) in DELEGATED.items():  # listed for --help; main() dispatches them
         sub.add_parser(name, help=text, add_help=False)

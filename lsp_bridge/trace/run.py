@@ -1,0 +1,107 @@
+"""``rootguard trace``: run a command traced, turn "it needs the repo" into named files.
+
+One pass (the default): COMMAND runs under bubblewrap with the whole disk
+read-only (``--ro-bind / /``), the session's union writable at its own paths and a
+private writable ``$TMPDIR``, in the first root, traced from outside by strace. It
+sees everything, so one run finds the complete set of files it uses outside the
+union; nothing outside the union (or the private temp dir) can be changed.
+
+Exit status of ``rootguard trace``: 0 when the trace ran (COMMAND's own status is
+in the report), 125 when it cannot trace here (no strace or bubblewrap, ptrace not
+allowed, no user namespaces), 2 for bad input.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from typing import Sequence
+
+from lsp_bridge.core.paths import is_within
+from lsp_bridge.trace.analyze import GitDirs, TraceResult, analyze, format_trace
+from lsp_bridge.trace.strace import Event, parse_log, strace_prefix
+
+__all__ = ["TraceError", "TraceUnavailable", "run_trace", "format_trace", "one_pass_command"]
+
+PREFLIGHT_TIMEOUT = 30
+
+
+class TraceError(Exception):
+    """Bad input (exit 2)."""
+
+
+class TraceUnavailable(Exception):
+    """Tracing cannot be set up here (exit 125); COMMAND was not run."""
+
+
+def _tool(name: str, package: str) -> str:
+    found = shutil.which(name)
+    if not found:
+        raise TraceUnavailable(f"{name} is not installed (install the {package} package; scripts/bootstrap.sh "
+                               "does); the command was not run")
+    return found
+
+
+def preflight(strace: str, bwrap: str) -> None:
+    """Can we ptrace, and can bubblewrap build a sandbox? Say exactly which one fails."""
+    probe = subprocess.run([strace, "-f", "-qq", "-e", "trace=none", "--", "true"], capture_output=True, text=True,
+                           timeout=PREFLIGHT_TIMEOUT)
+    if probe.returncode != 0:
+        why = (probe.stderr.strip().splitlines() or ["unknown error"])[-1]
+        raise TraceUnavailable(f"ptrace is not allowed here ({why}); the command was not run. "
+                               "Containers often need --cap-add SYS_PTRACE or a seccomp profile that allows ptrace.")
+    box = subprocess.run([bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--", "true"],
+                         capture_output=True, text=True, timeout=PREFLIGHT_TIMEOUT)
+    if box.returncode != 0:
+        why = (box.stderr.strip().splitlines() or ["unknown error"])[-1]
+        raise TraceUnavailable(f"bubblewrap cannot build a sandbox here ({why}); the command was not run")
+
+
+def one_pass_command(bwrap: str, union: Sequence[str], cwd: str, private_tmp: str, argv: Sequence[str]) -> list[str]:
+    """The bubblewrap command line: disk read-only, union and a private TMPDIR writable."""
+    cmd = [bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
+    for entry in union:
+        cmd += ["--bind", entry, entry]
+    cmd += ["--bind", private_tmp, private_tmp, "--setenv", "TMPDIR", private_tmp,
+            "--chdir", cwd, "--die-with-parent", "--", *argv]
+    return cmd
+
+
+def run_trace(session, command: Sequence[str], *, enforced: bool = False) -> TraceResult:
+    if enforced:
+        raise TraceError("--enforced needs the narrow sandbox of `rootguard run`, which this build does not have; "
+                         "run without --enforced (one pass, disk read-only, union writable)")
+    roots = list(session.folders)
+    if not roots:
+        raise TraceError("trace needs at least one --root FOLDER")
+    union = list(session.scope.union.paths)
+    program = shutil.which(command[0])
+    if program is None:
+        raise TraceError(f"{command[0]}: command not found")
+    program = os.path.abspath(program)
+    strace = _tool("strace", "strace")
+    bwrap = _tool("bwrap", "bubblewrap")
+    preflight(strace, bwrap)
+    cwd = roots[0]
+    work = tempfile.mkdtemp(prefix="rootguard-trace-")
+    try:
+        private_tmp = os.path.join(work, "tmp")
+        os.mkdir(private_tmp)
+        log = os.path.join(work, "strace.log")
+        argv = [program, *command[1:]]
+        full = strace_prefix(log) + one_pass_command(bwrap, union, cwd, private_tmp, argv)
+        # COMMAND's output goes to stderr: stdout is the report (and --json stays parseable).
+        proc = subprocess.run(full, stdin=subprocess.DEVNULL, stdout=sys.stderr.fileno(), stderr=sys.stderr.fileno())
+        events = [e for e in parse_log(log, cwd, program) if not is_within(e.path, work)]
+        return analyze_events(events, session, [*command], proc.returncode)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def analyze_events(events: list[Event], session, command: list[str], exit_code: int) -> TraceResult:
+    union = list(session.scope.union.paths)
+    return analyze(events, roots=list(session.folders), union=union, command=command, exit_code=exit_code,
+                   policy=session.policy, git=GitDirs.of(union))

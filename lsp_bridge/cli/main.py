@@ -128,6 +128,48 @@ def cmd_mounts(args) -> int:
     return 0
 
 
+def cmd_run(args) -> int:
+    """``rootguard run``: parse, build the profile, run (or print) it; 125 when it cannot."""
+    import shlex
+
+    from lsp_bridge.sandbox.profile import ProfileError, build_profile
+    from lsp_bridge.sandbox.runner import EXIT_UNCONFINED, ConfinementError, find_bwrap, run
+
+    command = list(args.command)
+    if command[:1] == ["--"]:
+        command = command[1:]
+    try:
+        if not command and not args.print:
+            raise ConfinementError("no COMMAND given (rootguard run [--root FOLDER]... -- COMMAND [ARG...])")
+        try:
+            session = _session(args.root)
+        except UsageError as err:
+            raise ConfinementError(str(err)) from None
+        broken = [d for d in session.diagnostics if d.severity == "error"]
+        if broken:
+            raise ConfinementError(f"invalid configuration: {broken[0].format()}")
+        profile = build_profile(session, cwd=os.getcwd(), toolchain=not args.no_toolchain)
+        if args.print:
+            line = profile.command_line(command or ["COMMAND"], bwrap=find_bwrap() or "bwrap")
+            print(_format_command(line, shlex.quote))
+            return 0
+        return run(profile, command, landlock_only=args.landlock_only)
+    except (ConfinementError, ProfileError) as err:
+        print(f"rootguard run: {err}", file=sys.stderr)
+        return EXIT_UNCONFINED
+
+
+def _format_command(argv: list[str], quote) -> str:
+    """One option (with its values) per line, shell continuation between them."""
+    lines: list[list[str]] = [[argv[0]]]
+    for arg in argv[1:]:
+        if arg.startswith("--") or not lines[-1] or lines[-1][0] == "--":
+            lines.append([arg])
+        else:
+            lines[-1].append(arg)
+    return " \\\n  ".join(" ".join(quote(a) for a in line) for line in lines)
+
+
 def cmd_config_migrate(args) -> int:
     from lsp_bridge.core.migrate import main_migrate
 
@@ -203,6 +245,20 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true")
     p.add_argument("--docker", action="store_true", help="print the docker run volume arguments")
     p.set_defaults(run=cmd_mounts)
+
+    p = sub.add_parser(
+        "run", help="run COMMAND with the file system narrowed by the kernel to the effective policy",
+        description="Run COMMAND and its children in a bubblewrap sandbox (plus Landlock inside) built from the "
+        "session's effective policy. Exit status: COMMAND's; 125 when confinement cannot be set up.",
+    )
+    p.add_argument("--root", action="append", default=[], metavar="FOLDER")
+    p.add_argument("--print", action="store_true", help="print the sandbox command line and exit")
+    p.add_argument("--no-toolchain", action="store_true",
+                   help="leave out the toolchain mounts (pnpm store, configuration files above the root)")
+    p.add_argument("--landlock-only", action="store_true",
+                   help="without bubblewrap, run under Landlock alone (degraded: no masks, no read-only .git)")
+    p.add_argument("command", nargs=argparse.REMAINDER, metavar="-- COMMAND [ARG...]")
+    p.set_defaults(run=cmd_run)
 
     p = sub.add_parser("config", help="configuration tools")
     csub = p.add_subparsers(metavar="ACTION")

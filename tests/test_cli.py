@@ -90,7 +90,10 @@ def test_mounts_json_and_docker(repo):
     data = json.loads(rootguard("mounts", "--json", str(repo / "packages/checkout")).stdout)
     assert "suggested" in data and "roots_without_mount" in data
     docker = rootguard("mounts", "--docker", str(repo / "packages/checkout")).stdout
-    assert docker.startswith("-v ") and "/workspace" in docker
+    assert docker.startswith("docker run --rm -i --network none --user ")
+    # the linked worktree is a second repository: each gets /workspace/<name>
+    assert f"-v {repo / 'packages/checkout'}:/workspace/shop/packages/checkout:rw" in docker
+    assert "-w /workspace/shop/packages/checkout IMAGE" in docker
 
 
 def test_config_migrate_check_exit_codes(tmp_path):

@@ -118,7 +118,17 @@ def cmd_mounts(args) -> int:
     session = _session(args.folders)
     reconciliation = mounts_report(session)
     if args.docker:
-        print(" ".join(_shell_quote(a) for a in reconciliation.docker_args()))
+        from lsp_bridge.sandbox.docker import docker_command
+        from lsp_bridge.sandbox.profile import ProfileError, build_profile
+
+        try:
+            profile = build_profile(session, reconciliation=reconciliation, landlock=False)
+        except ProfileError as err:
+            raise UsageError(str(err)) from None
+        docker = docker_command(profile, reconciliation, image=args.image, program=args.program)
+        for path in docker.skipped:
+            print(f"rootguard: {path} has no place under /workspace; left out of the docker command", file=sys.stderr)
+        print(" ".join(_shell_quote(a) for a in docker.argv))
     elif args.json:
         _print_json(reconciliation.to_json())
     else:
@@ -243,7 +253,10 @@ def _parser() -> argparse.ArgumentParser:
     p = sub.add_parser("mounts", help="mount reconciliation and the suggested narrow mount set")
     p.add_argument("folders", nargs="+", metavar="FOLDER")
     p.add_argument("--json", action="store_true")
-    p.add_argument("--docker", action="store_true", help="print the docker run volume arguments")
+    p.add_argument("--docker", action="store_true",
+                   help="print a whole docker run command with the same mount set as rootguard run")
+    p.add_argument("--image", default="IMAGE", help="the image for --docker (default: the placeholder IMAGE)")
+    p.add_argument("--program", default="docker", choices=["docker", "podman"], help="docker or podman for --docker")
     p.set_defaults(run=cmd_mounts)
 
     p = sub.add_parser(

@@ -374,3 +374,24 @@ def test_profile_api_is_data(world):
     assert profile.bwrap_args()[-3:] == ["--new-session", "--die-with-parent", "--unshare-pid"]
     assert profile.shim_argv(["x"]) == ["x"]  # no shim without Landlock
     assert [h.path for h in profile.hidden if h.decision == "request"] == [os.path.join(world["demo"].narrow, "secrets")]
+
+
+def test_docker_command_has_the_same_mount_set_read_only_where_the_sandbox_is(world):
+    demo = world["demo"]
+    repo = demo.repo
+    argv = [sys.executable, "-m", "lsp_bridge.cli.main", "mounts", "--docker", "--image", "node:22", repo]
+    result = subprocess.run(argv, capture_output=True, text=True, env=env_for(world), timeout=60)
+    assert result.returncode == 0, result.stderr
+    args = shlex.split(result.stdout)
+    assert args[:8] == ["docker", "run", "--rm", "-i", "--network", "none", "--user", f"{os.getuid()}:{os.getgid()}"]
+    text = " ".join(args)
+    assert f"-v {repo}:/workspace:rw" in text
+    assert f"-v {repo}/.git:/workspace/.git:ro" in text
+    assert f"-v {repo}/.rootguard.toml:/workspace/.rootguard.toml:ro" in text
+    assert "-v /dev/null:/workspace/.env:ro" in text
+    assert "-v /dev/null:/workspace/packages/checkout/.env:ro" in text
+    assert "--mount type=tmpfs,target=/workspace/packages/checkout/secrets,tmpfs-mode=0555,readonly" in text
+    assert args[-3:] == ["-w", "/workspace", "node:22"]
+    # ... and the sandbox makes the same paths read-only
+    printed = run(world, "--print", "--", "true", root=repo).stdout
+    assert f"--ro-bind {repo}/.git {repo}/.git" in printed.replace("\\\n", " ").replace("  ", " ")

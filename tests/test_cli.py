@@ -111,3 +111,17 @@ def test_config_migrate_check_exit_codes(tmp_path):
 def test_demo_runs_and_prints_the_widening_report():
     out = rootguard("demo").stdout
     assert "widens the union" in out and ".env (4)" in out
+
+
+def test_roots_warns_about_an_unconfined_mcp_server_and_not_about_a_wrapped_one(repo):
+    checkout = repo / "packages/checkout"
+    (checkout / ".vscode").mkdir()
+    (checkout / ".vscode" / "mcp.json").write_text(json.dumps({"servers": {
+        "bare": {"command": "npx", "args": ["-y", "@acme/fs-server"]},
+        "wrapped": {"command": "rootguard", "args": ["run", "--root", "${workspaceFolder}", "--", "npx", "srv"]},
+    }}))
+    data = json.loads(rootguard("roots", "--json", str(checkout)).stdout)
+    codes = [w["code"] for w in data["warnings"]]
+    assert codes.count("mcp-server-unconfined") == 1
+    [warning] = [w for w in data["warnings"] if w["code"] == "mcp-server-unconfined"]
+    assert "servers.bare" in warning["message"] and "rootguard run" in warning["message"]

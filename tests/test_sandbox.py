@@ -318,46 +318,100 @@ def test_rename_over_a_mask_on_the_host_stops_the_sandbox(world):
     assert f"stopped the sandbox: {masked}: another file was renamed onto it" in err
 
 
-def test_unprivileged_user_gets_the_same_confinement(world):
-    """The command line --print shows, run as ``nobody`` (bubblewrap without setuid, user namespaces)."""
+def _as_nobody():
     setpriv = shutil.which("setpriv")
     if os.geteuid() != 0 or setpriv is None:
         pytest.skip("needs root to switch to nobody with setpriv")
-    demo = world["demo"]
-    nobody = subprocess.run(["id", "-u", "nobody"], capture_output=True, text=True)
-    if nobody.returncode != 0:
+    found = subprocess.run(["id", "-u", "nobody"], capture_output=True, text=True)
+    if found.returncode != 0:
         pytest.skip("no user nobody")
-    uid = int(nobody.stdout)
-    for dirpath, dirnames, filenames in os.walk(demo.narrow):
-        for name in [dirpath, *(os.path.join(dirpath, f) for f in filenames)]:
-            os.lchown(name, uid, -1)
-    try:
-        script = "; ".join([
-            "id -u",
-            "echo mine > mine.txt && cat mine.txt && rm mine.txt",
-            probe(demo.env_file),
-            probe(os.path.join(demo.narrow, ".env")),
-            f"ls {demo.package('payments')} 2>&1",
-            "cat node_modules/react/package.json",
-            f"touch {demo.store}/poison 2>&1",
-            "true",
-        ])
-        printed = run(world, "--print", "--", "/bin/sh", "-c", script)
-        argv = shlex.split(printed.stdout.replace("\\\n", " "))
-        result = subprocess.run([setpriv, f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "--", *argv],
-                                capture_output=True, text=True, cwd="/", timeout=60)
-        if "setting up uid map" in result.stderr or "No permissions to create new namespace" in result.stderr:
-            pytest.skip(f"user namespaces unavailable to nobody: {result.stderr.strip()}")
-        out = result.stdout
-        assert result.returncode == 0, result.stderr
-        assert out.splitlines()[0] == str(uid) and "mine" in out
-        assert "DATABASE_URL" not in out and "local-secret-value" not in out
-        assert "No such file or directory" in out and '"name": "react"' in out
-        assert "Read-only file system" in out
-    finally:
+    uid = int(found.stdout)
+    return [setpriv, f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "--"], uid
+
+
+def _system_python_running_rootguard() -> list[str] | None:
+    """The system interpreter with this checkout and its packages on the path (the
+    test interpreter may live where nobody cannot read), when it is the same Python."""
+    system = "/usr/bin/python3"
+    if not os.access(system, os.X_OK):
+        return None
+    version = subprocess.run([system, "-c", "import sys; print(sys.version_info[:2])"], capture_output=True, text=True)
+    if version.stdout.strip() != str(sys.version_info[:2]):
+        return None
+    import site
+
+    import lsp_bridge
+
+    checkout = os.path.dirname(os.path.dirname(os.path.abspath(lsp_bridge.__file__)))
+    path = os.pathsep.join([checkout, *site.getsitepackages()])
+    return ["env", f"PYTHONPATH={path}", "HOME=/nonexistent", system, "-m", "lsp_bridge.cli.main"]
+
+
+@pytest.fixture
+def narrow_owned_by_nobody(world):
+    demo = world["demo"]
+    prefix, uid = _as_nobody()
+
+    def chown(owner):
         for dirpath, dirnames, filenames in os.walk(demo.narrow):
             for name in [dirpath, *(os.path.join(dirpath, f) for f in filenames)]:
-                os.lchown(name, 0, -1)
+                os.lchown(name, owner, -1)
+
+    chown(uid)
+    yield prefix, uid
+    chown(0)
+
+
+NOBODY_SCRIPT = "; ".join([
+    "id -u",
+    "echo mine > mine.txt && cat mine.txt && rm mine.txt",
+    "cat {env} 2>&1",
+    "cat {local_env} 2>&1",
+    "ls {payments} 2>&1",
+    "cat node_modules/react/package.json",
+    "touch {store}/poison 2>&1",
+    "sh -c 'cat {env}' 2>&1",
+    "true",
+])
+
+
+def _check_nobody_output(result, uid):
+    if "setting up uid map" in result.stderr or "No permissions to create new namespace" in result.stderr:
+        pytest.skip(f"user namespaces unavailable to nobody: {result.stderr.strip()}")
+    out = result.stdout
+    assert result.returncode == 0, result.stderr
+    assert out.splitlines()[0] == str(uid) and "mine" in out
+    assert "DATABASE_URL" not in out and "local-secret-value" not in out
+    assert out.count("No such file or directory") >= 3 and '"name": "react"' in out
+    assert "Read-only file system" in out
+
+
+def test_unprivileged_user_runs_rootguard_run(world, narrow_owned_by_nobody):
+    """``rootguard run`` itself as ``nobody``: bubblewrap without setuid, user namespaces."""
+    prefix, uid = narrow_owned_by_nobody
+    command = _system_python_running_rootguard()
+    if command is None:
+        pytest.skip("no system Python of the test's version to run rootguard as nobody")
+    demo = world["demo"]
+    script = NOBODY_SCRIPT.format(env=demo.env_file, local_env=os.path.join(demo.narrow, ".env"),
+                                  payments=demo.package("payments"), store=demo.store)
+    result = subprocess.run([*prefix, *command, "run", "--root", demo.narrow, "--", "/bin/sh", "-c", script],
+                            capture_output=True, text=True, cwd=demo.narrow, timeout=60,
+                            env={**env_for(world), "PATH": os.environ.get("PATH", os.defpath)})
+    _check_nobody_output(result, uid)
+    assert "hidden (needs approval" in result.stderr
+
+
+def test_unprivileged_user_runs_the_printed_command_line(world, narrow_owned_by_nobody):
+    """The command line ``--print`` shows, run as ``nobody``: it is the whole sandbox."""
+    prefix, uid = narrow_owned_by_nobody
+    demo = world["demo"]
+    script = NOBODY_SCRIPT.format(env=demo.env_file, local_env=os.path.join(demo.narrow, ".env"),
+                                  payments=demo.package("payments"), store=demo.store)
+    printed = run(world, "--print", "--", "/bin/sh", "-c", script)
+    argv = shlex.split(printed.stdout.replace("\\\n", " "))
+    result = subprocess.run([*prefix, *argv], capture_output=True, text=True, cwd="/", timeout=60)
+    _check_nobody_output(result, uid)
 
 
 def test_profile_api_is_data(world):

@@ -449,3 +449,17 @@ def test_docker_command_has_the_same_mount_set_read_only_where_the_sandbox_is(wo
     # ... and the sandbox makes the same paths read-only
     printed = run(world, "--print", "--", "true", root=repo).stdout
     assert f"--ro-bind {repo}/.git {repo}/.git" in printed.replace("\\\n", " ").replace("  ", " ")
+
+
+def test_a_request_mode_worktree_is_hidden_with_the_setting_that_grants_it(tmp_path):
+    base = tmp_path / "wt"
+    demo = build_monorepo(str(base), packages=3, files_per_package=4, narrow_files=4, commits=3, worktree=True)
+    user = tmp_path / "user.toml"
+    user.write_text('version = 2\n[workspace]\nworktrees = "request"\n')
+    sibling = os.path.join(demo.worktree, "packages", "checkout")
+    argv = [sys.executable, "-m", "lsp_bridge.cli.main", "run", "--root", demo.narrow, "--", "ls", sibling]
+    result = subprocess.run(argv, capture_output=True, text=True, timeout=60,
+                            env={**os.environ, "ROOTGUARD_CONFIG": str(user)})
+    assert result.returncode == 2 and "No such file or directory" in result.stderr
+    [line] = [line for line in result.stderr.splitlines() if "hidden" in line]
+    assert sibling in line and 'worktrees = "include"' in line and str(user) in line

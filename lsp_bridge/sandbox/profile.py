@@ -270,6 +270,9 @@ class _Builder:
         return user_config_path(self.session.env)
 
     def grant_hint(self, path: str) -> str:
+        if any(is_within(path, c) for c in self.session.scope.request_checkouts()):
+            return (f'set [workspace] worktrees = "include" in {self.user_file} (a sibling worktree under '
+                    'worktrees = "request" always needs approval)')
         return (f'add to {self.user_file}: [[paths]] id = "grant-{os.path.basename(path) or "root"}", '
                 f'path = "{path}", policies = {{ read = "allow" }} (or open it as a workspace folder)')
 

@@ -108,21 +108,27 @@ def main() -> int:
         }, max(args.rounds // 3, 3), env, demo.repo)
         show("Per-file cost: five walks in one process tree", repeated, "5x find in one shell (no sandbox)")
 
-        s_base = statistics.median(startup["bwrap --ro-bind / / true"])
-        s_rg = statistics.median(startup["rootguard run -- true"])
-        h_base = statistics.median(heavy["find REPO -type f (no sandbox)"])
-        h_in = statistics.median(heavy["find inside the sandbox (printed command line)"])
-        h_all = statistics.median(heavy["rootguard run --root REPO -- find ..."])
-        r_base = statistics.median(repeated["5x find in one shell (no sandbox)"])
-        r_in = statistics.median(repeated["5x find in one shell (inside the sandbox)"])
-        print("\nSummary:")
-        print(f"  start-up: rootguard run -- true is {1000 * (s_rg - s_base):.0f} ms above bare bubblewrap "
-              f"(target: within 150 ms) -> {'met' if s_rg - s_base <= 0.150 else 'NOT met'}")
-        print(f"  file-heavy: inside/outside {h_in / h_base:.2f}x (target 1.2x) -> "
-              f"{'met' if h_in / h_base <= 1.2 else 'NOT met'}; with rootguard run's own start-up "
-              f"{h_all / h_base:.2f}x")
-        print(f"  per-file: five walks inside/outside {r_in / r_base:.2f}x (the fixed sandbox start-up, "
-              f"{1000 * (h_in - h_base):.0f} ms, is what a single short walk mostly pays)")
+        def pair(results, name):
+            return statistics.median(results[name]), min(results[name])
+
+        s_base = pair(startup, "bwrap --ro-bind / / true")
+        s_rg = pair(startup, "rootguard run -- true")
+        h_base = pair(heavy, "find REPO -type f (no sandbox)")
+        h_in = pair(heavy, "find inside the sandbox (printed command line)")
+        h_all = pair(heavy, "rootguard run --root REPO -- find ...")
+        r_base = pair(repeated, "5x find in one shell (no sandbox)")
+        r_in = pair(repeated, "5x find in one shell (inside the sandbox)")
+        print("\nSummary (median / best round; the machine is shared, so the best round is the unloaded figure):")
+        for label, (rg, base) in (("median", (s_rg[0], s_base[0])), ("best", (s_rg[1], s_base[1]))):
+            print(f"  start-up, {label}: rootguard run -- true is {1000 * (rg - base):.0f} ms above bare bubblewrap "
+                  f"(target: within 150 ms) -> {'met' if rg - base <= 0.150 else 'NOT met'}")
+        for label, i in (("median", 0), ("best", 1)):
+            ratio = h_in[i] / h_base[i]
+            print(f"  file-heavy, {label}: inside/outside {ratio:.2f}x (target 1.2x) -> "
+                  f"{'met' if ratio <= 1.2 else 'NOT met'}; with rootguard run's own start-up "
+                  f"{h_all[i] / h_base[i]:.2f}x")
+        print(f"  per-file, median: five walks inside/outside {r_in[0] / r_base[0]:.2f}x (a single walk also pays the "
+              f"sandbox's fixed start-up, {1000 * (h_in[0] - h_base[0]):.0f} ms: bubblewrap and the Landlock shim)")
     return 0
 
 

@@ -463,3 +463,19 @@ def test_a_request_mode_worktree_is_hidden_with_the_setting_that_grants_it(tmp_p
     assert result.returncode == 2 and "No such file or directory" in result.stderr
     [line] = [line for line in result.stderr.splitlines() if "hidden" in line]
     assert sibling in line and 'worktrees = "include"' in line and str(user) in line
+
+
+def test_a_rule_reading_the_whole_repository_is_mounted_under_the_narrow_root(world, tmp_path):
+    from lsp_bridge.core.session import open_session
+    from lsp_bridge.sandbox import build_profile
+
+    demo = world["demo"]
+    user = tmp_path / "user.toml"
+    user.write_text(f'version = 2\n[[paths]]\nid = "read-repo"\npath = "{demo.repo}"\n'
+                    'policies = { read = "allow", write = "deny" }\n')
+    session = open_session([demo.narrow], env={**env_for(world), "ROOTGUARD_CONFIG": str(user)})
+    profile = build_profile(session, landlock=False, toolchain=False)
+    targets = [(op.kind, op.target) for op in profile.ops]
+    # the repository read-only first, then the narrow root on top (the rule denies writing it too)
+    assert targets.index(("ro-bind", demo.repo)) < targets.index(("ro-bind", demo.narrow))
+    assert ("mask-file", os.path.join(demo.narrow, ".env")) in targets  # the project's deny still stands

@@ -357,14 +357,18 @@ class _Builder:
             self.hide(area.path, self.decide("read", area.path))
 
     def add_rule_anchors(self) -> None:
-        """Rule anchors outside every visible tree that the policy lets the command read."""
+        """Rule anchors outside every visible tree that the policy lets the command read.
+
+        An anchor above a tree (a rule allowing the whole repository to be read) is
+        mounted too; the tree goes on top of it (mounts are applied parents first).
+        A rule with ``includes`` is mounted only when its anchor itself is readable:
+        the files its globs select outside the union stay out (never more than the
+        policy allows; possibly less)."""
         for ruleset in self.policy.rulesets():
             for compiled in ruleset.compiled:
                 anchor = compiled.anchor
-                if self.state_at(anchor) is not None or not os.path.lexists(anchor):
-                    continue
-                if any(is_within(t, anchor) for t in list(self.state)):
-                    continue  # an ancestor of a tree: its decision is the tree's own
+                if self.state_at(anchor) is not None or anchor in self.state or not os.path.lexists(anchor):
+                    continue  # inside a tree: handled with the tree's candidates
                 try:
                     real = canonical(anchor)
                 except ValueError:

@@ -118,7 +118,17 @@ def cmd_mounts(args) -> int:
     session = _session(args.folders)
     reconciliation = mounts_report(session)
     if args.docker:
-        print(" ".join(_shell_quote(a) for a in reconciliation.docker_args()))
+        from lsp_bridge.sandbox.docker import docker_command
+        from lsp_bridge.sandbox.profile import ProfileError, build_profile
+
+        try:
+            profile = build_profile(session, reconciliation=reconciliation, landlock=False)
+        except ProfileError as err:
+            raise UsageError(str(err)) from None
+        docker = docker_command(profile, reconciliation, image=args.image, program=args.program)
+        for path in docker.skipped:
+            print(f"rootguard: {path} has no place under /workspace; left out of the docker command", file=sys.stderr)
+        print(" ".join(_shell_quote(a) for a in docker.argv))
     elif args.json:
         _print_json(reconciliation.to_json())
     else:
@@ -126,6 +136,48 @@ def cmd_mounts(args) -> int:
 
         print(format_mounts(reconciliation.to_json()))
     return 0
+
+
+def cmd_run(args) -> int:
+    """``rootguard run``: parse, build the profile, run (or print) it; 125 when it cannot."""
+    import shlex
+
+    from lsp_bridge.sandbox.profile import ProfileError, build_profile
+    from lsp_bridge.sandbox.runner import EXIT_UNCONFINED, ConfinementError, find_bwrap, run
+
+    command = list(args.command)
+    if command[:1] == ["--"]:
+        command = command[1:]
+    try:
+        if not command and not args.print:
+            raise ConfinementError("no COMMAND given (rootguard run [--root FOLDER]... -- COMMAND [ARG...])")
+        try:
+            session = _session(args.root)
+        except UsageError as err:
+            raise ConfinementError(str(err)) from None
+        broken = [d for d in session.diagnostics if d.severity == "error"]
+        if broken:
+            raise ConfinementError(f"invalid configuration: {broken[0].format()}")
+        profile = build_profile(session, cwd=os.getcwd(), toolchain=not args.no_toolchain)
+        if args.print:
+            line = profile.command_line(command or ["COMMAND"], bwrap=find_bwrap() or "bwrap")
+            print(_format_command(line, shlex.quote))
+            return 0
+        return run(profile, command, landlock_only=args.landlock_only)
+    except (ConfinementError, ProfileError) as err:
+        print(f"rootguard run: {err}", file=sys.stderr)
+        return EXIT_UNCONFINED
+
+
+def _format_command(argv: list[str], quote) -> str:
+    """One option (with its values) per line, shell continuation between them."""
+    lines: list[list[str]] = [[argv[0]]]
+    for arg in argv[1:]:
+        if arg.startswith("--") or not lines[-1] or lines[-1][0] == "--":
+            lines.append([arg])
+        else:
+            lines[-1].append(arg)
+    return " \\\n  ".join(" ".join(quote(a) for a in line) for line in lines)
 
 
 def cmd_config_migrate(args) -> int:
@@ -249,8 +301,25 @@ def _parser() -> argparse.ArgumentParser:
     p = sub.add_parser("mounts", help="mount reconciliation and the suggested narrow mount set")
     p.add_argument("folders", nargs="+", metavar="FOLDER")
     p.add_argument("--json", action="store_true")
-    p.add_argument("--docker", action="store_true", help="print the docker run volume arguments")
+    p.add_argument("--docker", action="store_true",
+                   help="print a whole docker run command with the same mount set as rootguard run")
+    p.add_argument("--image", default="IMAGE", help="the image for --docker (default: the placeholder IMAGE)")
+    p.add_argument("--program", default="docker", choices=["docker", "podman"], help="docker or podman for --docker")
     p.set_defaults(run=cmd_mounts)
+
+    p = sub.add_parser(
+        "run", help="run COMMAND with the file system narrowed by the kernel to the effective policy",
+        description="Run COMMAND and its children in a bubblewrap sandbox (plus Landlock inside) built from the "
+        "session's effective policy. Exit status: COMMAND's; 125 when confinement cannot be set up.",
+    )
+    p.add_argument("--root", action="append", default=[], metavar="FOLDER")
+    p.add_argument("--print", action="store_true", help="print the sandbox command line and exit")
+    p.add_argument("--no-toolchain", action="store_true",
+                   help="leave out the toolchain mounts (pnpm store, configuration files above the root)")
+    p.add_argument("--landlock-only", action="store_true",
+                   help="without bubblewrap, run under Landlock alone (degraded: no masks, no read-only .git)")
+    p.add_argument("command", nargs=argparse.REMAINDER, metavar="-- COMMAND [ARG...]")
+    p.set_defaults(run=cmd_run)
 
     p = sub.add_parser("config", help="configuration tools")
     csub = p.add_subparsers(metavar="ACTION")

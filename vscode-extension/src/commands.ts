@@ -1,6 +1,7 @@
 /** The Root Guard commands, wired to the server through a small interface. */
 import * as path from 'path';
 import * as vscode from 'vscode';
+import { confineMcpServer } from './confine';
 import { CommandLine, describe, trayCommand } from './serverCommand';
 import { Decision, ExplainResult, Inventory, Status } from './types';
 
@@ -12,6 +13,7 @@ export const COMMANDS = {
   startTray: 'rootguard.startTray',
   restartServer: 'rootguard.restartServer',
   showLog: 'rootguard.showLog',
+  confineMcpServer: 'rootguard.confineMcpServer',
 } as const;
 
 /** The server-side command the language server executes. */
@@ -52,6 +54,7 @@ export function registerCommands(deps: CommandDeps): vscode.Disposable[] {
     register(COMMANDS.startTray, () => startTray(deps)),
     register(COMMANDS.restartServer, () => deps.restart()),
     register(COMMANDS.showLog, () => deps.showLog()),
+    register(COMMANDS.confineMcpServer, () => confineMcpServer()),
   ];
 }
 

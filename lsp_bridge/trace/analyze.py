@@ -59,6 +59,7 @@ class TraceResult:
     quiet_failures: list[dict] = field(default_factory=list)  # {"path", "name", ...}
     rounds: int = 1
     mode: str = "one-pass"
+    user_file: str = ""
 
     def to_json(self) -> dict:
         base = self.roots[0] if self.roots else "/"
@@ -77,6 +78,7 @@ class TraceResult:
             },
             "refused": self.refused,
             "quiet_failures": self.quiet_failures,
+            "user_file": self.user_file,
             "snippet": snippet(self),
         }
 
@@ -85,20 +87,18 @@ def _rule_json(grant: Grant, base: str) -> dict:
     rule = {"id": grant.id, "path": _shown(grant.path, base), "policies": {"read": "allow", "write": "deny"},
             "kind": grant.kind, "group": grant.group}
     if grant.kind == "directory":
-        rule["includes"] = ["**/*"]
         rule["files_read"] = grant.files
     return rule
 
 
-def _shown(path: str, base: str) -> str:
-    """Relative to the first root when they share a directory below the top level, '~/' in the home, else absolute."""
+def _shown(path: str, base: str = "") -> str:
+    """How a grant's path is written: '~/...' in the home, else absolute.
+
+    Grants belong in the user file (a project file's allow outside the editor's
+    folders is reduced to request), which is shared by every project: no relative paths."""
     home = os.path.realpath(os.path.expanduser("~"))
-    common = os.path.commonpath([path, base])
-    in_home = home not in ("/", "") and is_within(path, home)
-    if in_home and not (common != home and is_within(common, home)):
+    if home not in ("/", "") and is_within(path, home) and path != home:
         return "~/" + os.path.relpath(path, home)
-    if common.count("/") >= 2:
-        return os.path.relpath(path, base)
     return path
 
 
@@ -394,7 +394,9 @@ def _quiet_failures(result: TraceResult, looked_for: dict[str, str], policy, enf
 def snippet(result: TraceResult) -> str:
     base = result.roots[0] if result.roots else "/"
     lines = ["# Proposed by `rootguard trace` for: " + " ".join(result.command),
-             "# Read-only grants of the named files the command used outside its roots."]
+             "# Read-only grants of the named files the command used outside its roots.",
+             "# Add them to your user file (" + _shown(result.user_file) + "): a project file's allow outside",
+             "# the editor's folders is reduced to request, which `rootguard run` hides."]
     if not result.grants:
         lines.append("# (nothing to grant)")
     for grant in result.grants:
@@ -405,8 +407,6 @@ def snippet(result: TraceResult) -> str:
             desc += f", {grant.files} files read in it"
         lines += ["[[paths]]", f"id = {_toml_str(grant.id)}  # {desc}", f"path = {_toml_str(_shown(grant.path, base))}",
                   'policies = { read = "allow", write = "deny" }']
-        if grant.kind == "directory":
-            lines.append('includes = ["**/*"]')
     for grant in result.grants:
         if grant.mount:
             shown = _shown(grant.path, base)
@@ -444,7 +444,6 @@ def format_trace(result: TraceResult) -> str:
             extra = f" — {q['reason']}" if q.get("reason") else ""
             lines.append(f"  {q['path']}  [{q['name']}] {status}{extra}")
     lines.append("")
-    lines.append("Proposed grants (add to .rootguard.toml or the user file; a project file cannot allow "
-                 "outside the editor's folders, such an allow becomes request):")
+    lines.append("Proposed grants:")
     lines.append(snippet(result).rstrip("\n"))
     return "\n".join(lines)

@@ -102,6 +102,14 @@ def run_trace(session, command: Sequence[str], *, enforced: bool = False) -> Tra
 
 
 def analyze_events(events: list[Event], session, command: list[str], exit_code: int) -> TraceResult:
+    from lsp_bridge.core.config import user_config_path
+
     union = list(session.scope.union.paths)
-    return analyze(events, roots=list(session.folders), union=union, command=command, exit_code=exit_code,
-                   policy=session.policy, git=GitDirs.of(union))
+    result = analyze(events, roots=list(session.folders), union=union, command=command, exit_code=exit_code,
+                     policy=session.policy, git=GitDirs.of(union))
+    user_file = next((c.user_file for _, c in session.configs() if getattr(c, "user_file", None)), None)
+    try:
+        result.user_file = user_file or user_config_path(session.env)
+    except ValueError:
+        result.user_file = ""
+    return result

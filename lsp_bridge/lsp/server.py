@@ -29,6 +29,7 @@ STATUS = "rootguard/status"
 EXPLAIN = "rootguard/explain"
 INVENTORY = "rootguard/inventory"
 ACCESS = "rootguard/access"
+TRACE = "rootguard/trace"
 MIGRATE_COMMAND = "rootguard.migrateConfig"
 CONFIG_NAMES = (".rootguard.toml",)
 
@@ -436,3 +437,35 @@ def on_inventory(ls: RootGuardServer, params: Any):
 async def on_access(ls: RootGuardServer, params: Any):
     """Decide an access for a tool; request-level ones go to a person."""
     return await ask_person(ls, params)
+
+
+@server.feature(TRACE)
+async def on_trace(ls: RootGuardServer, params: Any):
+    """Trace a command (``rootguard trace``) under this window's roots, or under ``roots`` when given.
+
+    Params: ``{"command": [program, arg...], "roots": [path...]?}``. Answers the
+    ``rootguard trace --json`` object, or ``{"error": text, "exit": 2|125}``.
+    """
+    from lsp_bridge.core.session import open_session
+    from lsp_bridge.trace.run import TraceError, TraceUnavailable, run_trace
+
+    command = param(params, "command")
+    roots = param(params, "roots")
+    if not isinstance(command, list) or not command or not all(isinstance(a, str) and a for a in command):
+        return {"error": "trace needs a command: a list of non-empty strings", "exit": 2}
+    if roots is not None:
+        if not isinstance(roots, list) or not all(isinstance(r, str) and os.path.isabs(r) and os.path.isdir(r)
+                                                  for r in roots):
+            return {"error": "roots must be absolute existing directories", "exit": 2}
+        session = open_session([to_fs_path(r) if r.startswith("file:") else r for r in roots], ls.tracker.env)
+    else:
+        session = ls.tracker.session
+    if not session.folders:
+        return {"error": "no workspace folder to trace under", "exit": 2}
+    try:
+        result = await asyncio.to_thread(run_trace, session, command, capture=True)
+    except TraceUnavailable as err:
+        return {"error": str(err), "exit": 125}
+    except TraceError as err:
+        return {"error": str(err), "exit": 2}
+    return result.to_json()

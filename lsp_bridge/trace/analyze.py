@@ -60,6 +60,7 @@ class TraceResult:
     rounds: int = 1
     mode: str = "one-pass"
     user_file: str = ""
+    output: str | None = None  # the command's output (its tail), when captured
 
     def to_json(self) -> dict:
         base = self.roots[0] if self.roots else "/"
@@ -79,6 +80,7 @@ class TraceResult:
             "refused": self.refused,
             "quiet_failures": self.quiet_failures,
             "user_file": self.user_file,
+            **({"output": self.output} if self.output is not None else {}),
             "snippet": snippet(self),
         }
 

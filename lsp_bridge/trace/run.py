@@ -70,7 +70,8 @@ def one_pass_command(bwrap: str, union: Sequence[str], cwd: str, private_tmp: st
     return cmd
 
 
-def run_trace(session, command: Sequence[str], *, enforced: bool = False) -> TraceResult:
+def run_trace(session, command: Sequence[str], *, enforced: bool = False, capture: bool = False) -> TraceResult:
+    """Trace COMMAND; its output goes to stderr, or with ``capture`` into ``result.output`` (its tail)."""
     if enforced:
         raise TraceError("--enforced needs the narrow sandbox of `rootguard run`, which this build does not have; "
                          "run without --enforced (one pass, disk read-only, union writable)")
@@ -94,9 +95,13 @@ def run_trace(session, command: Sequence[str], *, enforced: bool = False) -> Tra
         argv = [program, *command[1:]]
         full = strace_prefix(log) + one_pass_command(bwrap, union, cwd, private_tmp, argv)
         # COMMAND's output goes to stderr: stdout is the report (and --json stays parseable).
-        proc = subprocess.run(full, stdin=subprocess.DEVNULL, stdout=sys.stderr.fileno(), stderr=sys.stderr.fileno())
+        sink = subprocess.PIPE if capture else sys.stderr.fileno()
+        proc = subprocess.run(full, stdin=subprocess.DEVNULL, stdout=sink, stderr=subprocess.STDOUT if capture else sink)
         events = [e for e in parse_log(log, cwd, program) if not is_within(e.path, work)]
-        return analyze_events(events, session, [*command], proc.returncode)
+        result = analyze_events(events, session, [*command], proc.returncode)
+        if capture:
+            result.output = (proc.stdout or b"").decode("utf-8", "replace")[-4000:]
+        return result
     finally:
         shutil.rmtree(work, ignore_errors=True)
 

@@ -73,8 +73,9 @@ def one_pass_command(bwrap: str, union: Sequence[str], cwd: str, private_tmp: st
 def run_trace(session, command: Sequence[str], *, enforced: bool = False, capture: bool = False) -> TraceResult:
     """Trace COMMAND; its output goes to stderr, or with ``capture`` into ``result.output`` (its tail)."""
     if enforced:
-        raise TraceError("--enforced needs the narrow sandbox of `rootguard run`, which this build does not have; "
-                         "run without --enforced (one pass, disk read-only, union writable)")
+        raise TraceError("--enforced (rounds under the narrow sandbox of `rootguard run`) is not implemented yet; "
+                         "run without --enforced (one pass, disk read-only, union writable), then check the "
+                         "grants with `rootguard run`")
     roots = list(session.folders)
     if not roots:
         raise TraceError("trace needs at least one --root FOLDER")

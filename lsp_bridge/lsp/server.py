@@ -474,10 +474,12 @@ async def on_trace(ls: RootGuardServer, params: Any):
     if not isinstance(command, list) or not command or not all(isinstance(a, str) and a for a in command):
         return {"error": "trace needs a command: a list of non-empty strings", "exit": 2}
     if roots is not None:
-        if not isinstance(roots, list) or not all(isinstance(r, str) and os.path.isabs(r) and os.path.isdir(r)
-                                                  for r in roots):
+        if not isinstance(roots, list) or not all(isinstance(r, str) for r in roots):
+            return {"error": "roots must be a list of absolute directories", "exit": 2}
+        paths = [str(to_fs_path(r) or "") if r.startswith("file:") else r for r in roots]
+        if not all(os.path.isabs(p) and os.path.isdir(p) for p in paths):
             return {"error": "roots must be absolute existing directories", "exit": 2}
-        session = open_session([to_fs_path(r) if r.startswith("file:") else r for r in roots], ls.tracker.env)
+        session = open_session(paths, ls.tracker.env)
     else:
         session = ls.tracker.session
     if not session.folders:

@@ -46,6 +46,7 @@ class Fixture:
     base: str
     marker: str = field(default_factory=lambda: "RGPROBE-" + secrets.token_hex(12))
     token: str = field(default_factory=lambda: "rgleak" + secrets.token_hex(8))
+    initial: dict[str, str] = field(default_factory=dict)  # the snapshot after building
 
     @property
     def root(self) -> str:

@@ -20,11 +20,12 @@ import re
 import shutil
 import sys
 import warnings
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any
 
 from lsp_bridge.probe.fixture import KINDS, Fixture
-from lsp_bridge.probe.schema import CannotBuild, Slot, build_object, find_slots, project_argument, put
+from lsp_bridge.probe.schema import CannotBuild, build_object, find_slots, project_argument, put
 
 CALL_TIMEOUT = 30.0
 START_TIMEOUT = 60.0
@@ -150,7 +151,6 @@ def _opened_outside(log: str, fixture: Fixture) -> list[dict]:
 
 
 async def _probe(argv: list[str], fixture: Fixture, env: dict[str, str] | None) -> ProbeReport:
-    import anyio
     import mcp_types as types
     from mcp import Client, StdioServerParameters
 
@@ -263,8 +263,10 @@ async def _call(client, name: str, args: dict, case: Case, fixture: Fixture) -> 
     fixture.reset()
 
 
-REFUSAL_WORDS = re.compile(r"\b(error|denied|not allowed|outside (the )?allowed|refused|no such file|does not exist|ENOENT|EACCES|EPERM)\b",
-                           re.IGNORECASE)
+REFUSAL_WORDS = re.compile(
+    r"\b(error|denied|not allowed|outside (the )?allowed|refused|no such file|does not exist"
+    r"|ENOENT|EACCES|EPERM)\b",
+    re.IGNORECASE)
 
 
 def _reports_refusal(text: str) -> bool:

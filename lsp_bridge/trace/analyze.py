@@ -20,8 +20,8 @@ from __future__ import annotations
 
 import fnmatch
 import os
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Iterable, Sequence
 
 from lsp_bridge.core.paths import is_within
 from lsp_bridge.trace.strace import Event, collect
@@ -86,7 +86,7 @@ class TraceResult:
 
 
 def _rule_json(grant: Grant, base: str) -> dict:
-    rule = {"id": grant.id, "path": _shown(grant.path, base), "policies": {"read": "allow", "write": "deny"},
+    rule: dict[str, object] = {"id": grant.id, "path": _shown(grant.path, base), "policies": {"read": "allow", "write": "deny"},
             "kind": grant.kind, "group": grant.group}
     if grant.kind == "directory":
         rule["files_read"] = grant.files

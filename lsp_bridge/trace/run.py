@@ -18,7 +18,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
-from typing import Sequence
+from collections.abc import Sequence
 
 from lsp_bridge.core.paths import is_within
 from lsp_bridge.trace.analyze import GitDirs, TraceResult, analyze, format_trace

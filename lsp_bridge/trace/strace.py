@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from typing import Iterable, Iterator
 
 STRACE_ARGS = ("-f", "-qq", "-y", "--seccomp-bpf", "-e", "trace=%file,execve")
 

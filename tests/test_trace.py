@@ -149,6 +149,25 @@ def test_node_build_and_git_status_need_exactly_these_files(mono, isolated_user)
 
 
 @NEEDS
+def test_enforced_rounds_find_the_same_files(mono, isolated_user):
+    root = mono["root"]
+    command = ("sh", "-c", "node build.js && git status --short -- .")
+    code, one, err = trace(root, *command, home=isolated_user)
+    assert code == 0, err
+    result = subprocess.run([*ROOTGUARD, "trace", "--json", "--enforced", "--root", str(root), "--", *command],
+                            capture_output=True, text=True, timeout=600, cwd=str(root),
+                            env=env_for(isolated_user, GIT_DISCOVERY_ACROSS_FILESYSTEM="1"))
+    assert result.returncode == 0, result.stderr
+    enforced = json.loads(result.stdout)
+    assert enforced["mode"] == "enforced" and enforced["rounds"] > 2  # each round uncovers the next lookups
+    assert "round 1: exit" in result.stderr
+    assert enforced["exit_code"] == 0  # the last round ran with every grant
+    paths = lambda data: {(r["path"], r["kind"]) for r in data["proposed"]["paths"]}  # noqa: E731
+    assert paths(enforced) == paths(one)
+    assert [r["path"] for r in enforced["refused"]] == [str(mono["tree"] / ".env")]
+
+
+@NEEDS
 def test_prettierrc_above_the_root_is_a_quiet_failure(mono, isolated_user):
     root, tree = mono["root"], mono["tree"]
     code, data, err = trace(root, "node", "fmt.js", home=isolated_user)

@@ -62,6 +62,10 @@ class TraceResult:
     user_file: str = ""
     output: str | None = None  # the command's output (its tail), when captured
 
+    def snippet_rules(self) -> str:
+        """The proposal without its comments (for a round of --enforced)."""
+        return "\n".join(line for line in snippet(self).splitlines() if not line.startswith("#")) + "\n"
+
     def to_json(self) -> dict:
         base = self.roots[0] if self.roots else "/"
         return {
@@ -154,6 +158,11 @@ class GitDirs:
                 admin.append((location.git_dir, location.toplevel))
         return cls(tuple(admin), tuple(common))
 
+    def grantable_dir(self, path: str) -> bool:
+        """A git directory granted whole: a worktree's admin directory, the common objects/refs/logs."""
+        return any(path == a for a, _ in self.admin) or any(
+            path == os.path.join(c, top) for c in self.common for top in ("objects", "refs", "logs"))
+
     def group_of(self, path: str) -> tuple[str, str] | None:
         """(anchor, description) when ``path`` is git's own state for one of the checkouts."""
         for admin, tree in self.admin:
@@ -201,8 +210,11 @@ def analyze(
         if real != path:
             entry["via"] = path
         _merge_outside(result.outside, entry)
-        if group == "system" or not any(op in USED for op in ops) or os.path.isdir(real):
-            continue  # directories are implied by the files below them
+        used = USED + (("missing",) if enforced else ())  # enforced: not found in the sandbox, there on the host
+        if group == "system" or not any(op in used for op in ops):
+            continue
+        if os.path.isdir(real) and not (group == "git" and git.grantable_dir(real)):
+            continue  # directories are implied by the files below them (git's admin/objects/refs excepted)
         needed[real] = (group, anchor)
     _propose(result, needed, policy, union)
     _quiet_failures(result, looked_for, policy, enforced)
@@ -281,11 +293,9 @@ def _propose(result: TraceResult, needed: dict[str, tuple[str, str]], policy, un
     for path, (group, anchor) in kept.items():
         if group != "git":
             continue
-        if anchor == path:
-            chosen.setdefault(path, Grant(_id("git", path), path, "file", "git"))
-        else:
-            grant = chosen.setdefault(anchor, Grant(_id("git", anchor), anchor, "directory", "git"))
-            grant.files = sum(1 for p, (g, a) in kept.items() if g == "git" and a == anchor)
+        kind = "directory" if os.path.isdir(anchor) else "file"
+        grant = chosen.setdefault(anchor, Grant(_id("git", anchor), anchor, kind, "git"))
+        grant.files = sum(1 for p, (g, a) in kept.items() if g == "git" and a == anchor and not os.path.isdir(p))
     # store and config: files singly, the densest directory when DENSE or more files were read in it
     for group in ("store", "config"):
         files = [p for p, (g, _) in kept.items() if g == group and os.path.isfile(p)]

@@ -73,9 +73,7 @@ def one_pass_command(bwrap: str, union: Sequence[str], cwd: str, private_tmp: st
 def run_trace(session, command: Sequence[str], *, enforced: bool = False, capture: bool = False) -> TraceResult:
     """Trace COMMAND; its output goes to stderr, or with ``capture`` into ``result.output`` (its tail)."""
     if enforced:
-        raise TraceError("--enforced (rounds under the narrow sandbox of `rootguard run`) is not implemented yet; "
-                         "run without --enforced (one pass, disk read-only, union writable), then check the "
-                         "grants with `rootguard run`")
+        return run_enforced(session, command, capture=capture)
     roots = list(session.folders)
     if not roots:
         raise TraceError("trace needs at least one --root FOLDER")
@@ -107,15 +105,95 @@ def run_trace(session, command: Sequence[str], *, enforced: bool = False, captur
         shutil.rmtree(work, ignore_errors=True)
 
 
-def analyze_events(events: list[Event], session, command: list[str], exit_code: int) -> TraceResult:
+def analyze_events(events: list[Event], session, command: list[str], exit_code: int, *,
+                   enforced: bool = False) -> TraceResult:
     from lsp_bridge.core.config import user_config_path
 
     union = list(session.scope.union.paths)
     result = analyze(events, roots=list(session.folders), union=union, command=command, exit_code=exit_code,
-                     policy=session.policy, git=GitDirs.of(union))
+                     policy=session.policy, git=GitDirs.of(union), enforced=enforced)
     user_file = next((c.user_file for _, c in session.configs() if getattr(c, "user_file", None)), None)
     try:
         result.user_file = user_file or user_config_path(session.env)
     except ValueError:
         result.user_file = ""
     return result
+
+
+MAX_ROUNDS = 10
+
+
+def run_enforced(session, command: Sequence[str], *, capture: bool = False) -> TraceResult:
+    """Rounds under the real narrow sandbox of ``rootguard run``.
+
+    Round 1 runs COMMAND under the session's own profile; every file it looked for
+    and did not find (``ENOENT``) outside the union that exists on the host, and every
+    file it read there, is proposed; the next round runs with those grants added (a
+    temporary user file: the real one plus the proposal), until a round adds nothing.
+    """
+    from lsp_bridge.core.config import user_config_path
+    from lsp_bridge.core.session import open_session
+    from lsp_bridge.sandbox.profile import ProfileError, build_profile
+
+    roots = list(session.folders)
+    if not roots:
+        raise TraceError("trace needs at least one --root FOLDER")
+    program = shutil.which(command[0])
+    if program is None:
+        raise TraceError(f"{command[0]}: command not found")
+    program = os.path.abspath(program)
+    strace = _tool("strace", "strace")
+    bwrap = _tool("bwrap", "bubblewrap")
+    preflight(strace, bwrap)
+    try:
+        real_user_file = user_config_path(session.env)
+    except ValueError as err:
+        raise TraceError(str(err)) from None
+    base_text = ""
+    if os.path.isfile(real_user_file):
+        with open(real_user_file, encoding="utf-8") as fh:
+            base_text = fh.read()
+    if "version" not in base_text:
+        base_text = "version = 2\n" + base_text
+    work = tempfile.mkdtemp(prefix="rootguard-trace-")
+    events: list[Event] = []
+    result: TraceResult | None = None
+    proposed: set[tuple[str, str]] = set()
+    output = b""
+    try:
+        for round_no in range(1, MAX_ROUNDS + 1):
+            grants_file = os.path.join(work, f"user-{round_no}.toml")
+            with open(grants_file, "w", encoding="utf-8") as fh:
+                fh.write(base_text.rstrip("\n") + "\n\n" + (result.snippet_rules() if result else ""))
+            env = dict(session.env)
+            env["ROOTGUARD_CONFIG"] = grants_file
+            round_session = open_session(list(session.folders), env)
+            broken = [d for d in round_session.diagnostics if d.severity == "error"]
+            if broken:
+                raise TraceError(f"invalid configuration in round {round_no}: {broken[0].format()}")
+            try:
+                profile = build_profile(round_session, cwd=roots[0])
+            except ProfileError as err:
+                raise TraceUnavailable(f"the sandbox cannot be built: {err}") from None
+            log = os.path.join(work, f"strace-{round_no}.log")
+            full = strace_prefix(log) + profile.command_line([program, *command[1:]], bwrap=bwrap)
+            sink = subprocess.PIPE if capture else sys.stderr.fileno()
+            proc = subprocess.run(full, stdin=subprocess.DEVNULL, stdout=sink,
+                                  stderr=subprocess.STDOUT if capture else sink)
+            output = proc.stdout or b""
+            events += [e for e in parse_log(log, roots[0], program) if not is_within(e.path, work)]
+            result = analyze_events(events, session, [*command], proc.returncode, enforced=True)
+            result.rounds = round_no
+            now = {(g.path, g.kind) for g in result.grants}
+            added = len(now - proposed)
+            print(f"rootguard trace: round {round_no}: exit {proc.returncode}, {added} new grant"
+                  f"{'' if added == 1 else 's'}", file=sys.stderr)
+            if now <= proposed:
+                break
+            proposed |= now
+        assert result is not None
+        if capture:
+            result.output = output.decode("utf-8", "replace")[-4000:]
+        return result
+    finally:
+        shutil.rmtree(work, ignore_errors=True)

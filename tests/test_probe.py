@@ -109,3 +109,15 @@ def test_probe_bad_input(tmp_path):
                             text=True, timeout=60, env=dict(os.environ, PYTHONPATH=str(REPO), TMPDIR=str(tmp_path)))
     assert result.returncode == 2 and "rootguard: the server" in result.stderr and "Traceback" not in result.stderr
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.skipif(not shutil.which("strace"), reason="strace is needed for --trace")
+def test_trace_lists_what_the_server_opened_outside(tmp_path):
+    code, data, err = probe(sys.executable, FAKE, "{root}", tmp=tmp_path, extra=("--trace",))
+    assert code == 1, err
+    opened = {o["path"]: o["ops"] for o in data["opened_outside"]}
+    assert "read" in opened["root_evil/secret.txt"] and "read" in opened["outside/secret.txt"]
+    code, data, err = probe(*ROOTGUARD, "mcp", "--root", "{root}", "--no-tray", tmp=tmp_path, extra=("--trace",))
+    assert code == 0, err
+    assert not any("read" in o["ops"] for o in data["opened_outside"])  # it looks at link targets, never reads them
+    assert list(tmp_path.iterdir()) == []

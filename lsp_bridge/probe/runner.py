@@ -119,13 +119,19 @@ def run_probe(command: Sequence[str], *, trace: bool = False, env: dict[str, str
     import anyio
 
     fixture = Fixture.create()
+    log_dir = None
     try:
         argv = substitute(command, fixture.root)
         log = None
         if trace:
+            import tempfile
+
             from lsp_bridge.trace.strace import strace_prefix
 
-            log = os.path.join(fixture.base, "probe.strace")
+            if not shutil.which("strace"):
+                raise ProbeError("--trace needs strace (install the strace package; scripts/bootstrap.sh does)")
+            log_dir = tempfile.mkdtemp(prefix="rootguard-probe-trace-")
+            log = os.path.join(log_dir, "server.strace")
             argv = strace_prefix(log) + argv
         report = anyio.run(_probe, argv, fixture, env)
         if log is not None:
@@ -133,6 +139,8 @@ def run_probe(command: Sequence[str], *, trace: bool = False, env: dict[str, str
         return report
     finally:
         fixture.remove()
+        if log_dir is not None:
+            shutil.rmtree(log_dir, ignore_errors=True)
 
 
 def _opened_outside(log: str, fixture: Fixture) -> list[dict]:
@@ -144,8 +152,7 @@ def _opened_outside(log: str, fixture: Fixture) -> list[dict]:
     found = []
     for item in collect(events):
         path = item["path"]
-        if is_within(path, fixture.base) and not is_within(path, fixture.root) and not path.endswith(
-                ".strace") and path != fixture.base:
+        if is_within(path, fixture.base) and not is_within(path, fixture.root) and path != fixture.base:
             found.append({"path": os.path.relpath(path, fixture.base), "ops": item["ops"]})
     return found
 

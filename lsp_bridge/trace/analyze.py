@@ -290,7 +290,7 @@ def _propose(result: TraceResult, needed: dict[str, tuple[str, str]], policy, un
             kept[path] = (group, anchor)
     chosen: dict[str, Grant] = {}
     # git: the admin directory and objects/refs/logs as directories (git's own layout), other git files singly
-    for path, (group, anchor) in kept.items():
+    for _path, (group, anchor) in kept.items():
         if group != "git":
             continue
         kind = "directory" if os.path.isdir(anchor) else "file"

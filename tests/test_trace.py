@@ -220,3 +220,21 @@ def test_strace_lines_joined_and_bubblewrap_filtered():
         ("/w/store/pkg/index.js", "read", True),
         ("/w/app/dist/out.txt", "write", True),
     ]
+
+
+@NEEDS
+def test_a_deny_rule_is_never_proposed_and_bad_config_is_exit_2(mono, isolated_user):
+    root, tree = mono["root"], mono["tree"]
+    user_file = isolated_user / ".config" / "rootguard" / "config.toml"
+    user_file.parent.mkdir(parents=True, exist_ok=True)
+    user_file.write_text(f'version = 2\n[[paths]]\nid = "no-base"\npath = "{tree / "tsconfig.base.json"}"\n'
+                         'policies = { read = "deny", write = "deny" }\n')
+    code, data, err = trace(root, "cat", "../../tsconfig.base.json", "../../turbo.json", home=isolated_user)
+    assert code == 0, err
+    assert [r["path"] for r in data["proposed"]["paths"]] == [str(tree / "turbo.json")]
+    refused = {r["path"]: r["reason"] for r in data["refused"]}
+    assert refused[str(tree / "tsconfig.base.json")].startswith("deny rule 'no-base'")
+
+    user_file.write_text('version = 2\n[[paths]\nid = "broken"\n')
+    code, data, err = trace(root, "true", home=isolated_user)
+    assert code == 2 and f"{user_file}:2:" in err and "Traceback" not in err

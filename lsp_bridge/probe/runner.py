@@ -158,7 +158,6 @@ def _opened_outside(log: str, fixture: Fixture) -> list[dict]:
 
 
 async def _probe(argv: list[str], fixture: Fixture, env: dict[str, str] | None) -> ProbeReport:
-    import mcp_types as types
     from mcp import Client, StdioServerParameters
 
     program = shutil.which(argv[0]) or argv[0]
@@ -176,7 +175,7 @@ async def _probe(argv: list[str], fixture: Fixture, env: dict[str, str] | None) 
                 project = await _project_id(client, tools)
                 reports = []
                 for tool in tools:
-                    reports.append(await _probe_tool(client, tool, fixture, project, types))
+                    reports.append(await _probe_tool(client, tool, fixture, project))
                 return ProbeReport(argv, server, protocol, project is not None, reports)
         except ProbeError:
             raise
@@ -212,9 +211,9 @@ async def _project_id(client, tools) -> str | None:
     return None
 
 
-async def _probe_tool(client, tool, fixture: Fixture, project: str | None, types) -> ToolReport:
+async def _probe_tool(client, tool, fixture: Fixture, project: str | None) -> ToolReport:
     schema = tool.input_schema or {}
-    slots = find_slots(tool.name, schema, tool.description or "")
+    slots = find_slots(tool.name, schema)
     report = ToolReport(tool.name, [s.name for s in slots])
     if not slots:
         return report

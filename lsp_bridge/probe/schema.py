@@ -71,7 +71,7 @@ def is_path_property(name: str, schema: Any) -> bool:
     return kind == "string" and bool(PATH_WORDS.search(str(schema.get("description", ""))))
 
 
-def find_slots(tool_name: str, input_schema: dict, tool_description: str = "") -> list[Slot]:
+def find_slots(tool_name: str, input_schema: dict) -> list[Slot]:
     """Every path slot in a tool's input schema (nested one level into arrays of objects)."""
     slots: list[Slot] = []
     dir_tool = bool(DIR_TOOL.search(tool_name))
@@ -139,8 +139,7 @@ def build_value(name: str, schema: Any, *, depth: int = 0) -> Any:
     raise CannotBuild(f"argument {name!r}: no type the probe understands ({kind!r})")
 
 
-def build_object(schema: dict, *, depth: int = 0, slots: list[Slot] | None = None,
-                 prefix: tuple = ()) -> dict:
+def build_object(schema: dict, *, depth: int = 0) -> dict:
     """Required properties of an object (plus content/text when present, so a change does something)."""
     props = schema.get("properties") or {}
     required = list(schema.get("required") or [])

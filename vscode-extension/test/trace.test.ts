@@ -14,13 +14,13 @@ function result(): TraceResult {
     exit_code: 0,
     outside: [],
     proposed: { paths: [{ id: 'trace-tsconfig.base.json', path: '~/src/shop/tsconfig.base.json', kind: 'file', group: 'config' }], mounts: [] },
-    refused: [{ path: '/home/dev/src/shop/.env', reason: 'credential file (by name)' }],
+    refused: [{ path: '/srv/src/shop/.env', reason: 'credential file (by name)' }],
     quiet_failures: [
-      { path: '/home/dev/src/shop/.env', name: '.env*', status: 'refused' },
-      { path: '/home/dev/src/shop/tsconfig.base.json', name: 'tsconfig*.json', status: 'proposed' },
-      { path: '/home/dev/src/shop/.prettierrc', name: '.prettierrc*', status: 'not proposed' },
+      { path: '/srv/src/shop/.env', name: '.env*', status: 'refused' },
+      { path: '/srv/src/shop/tsconfig.base.json', name: 'tsconfig*.json', status: 'proposed' },
+      { path: '/srv/src/shop/.prettierrc', name: '.prettierrc*', status: 'not proposed' },
     ],
-    user_file: '/home/dev/.config/rootguard/config.toml',
+    user_file: '~/.config/rootguard/config.toml',
     snippet: SNIPPET,
   };
 }
@@ -40,8 +40,8 @@ describe('trace a command', () => {
 
   it('previews refusals and quiet failures as comments above the snippet', () => {
     const text = previewText(result());
-    assert.ok(text.startsWith('# needed but refused (never proposed): /home/dev/src/shop/.env: credential file (by name)\n'));
-    assert.ok(text.includes('# quiet failure: looked for /home/dev/src/shop/.prettierrc [.prettierrc*] (not proposed)\n'));
+    assert.ok(text.startsWith('# needed but refused (never proposed): /srv/src/shop/.env: credential file (by name)\n'));
+    assert.ok(text.includes('# quiet failure: looked for /srv/src/shop/.prettierrc [.prettierrc*] (not proposed)\n'));
     assert.ok(text.endsWith(SNIPPET));
   });
 

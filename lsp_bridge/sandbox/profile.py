@@ -550,6 +550,14 @@ def union_paths(profile: Profile) -> Iterable[str]:
 
 
 __all__ = [
-    "Hidden", "MountOp", "Profile", "ProfileError", "Unenforceable", "build_profile",
-    "MAX_WALK", "PROTECTED_NAMES", "SHIM_TARGET", "SYSTEM_DIRS",
+    "MAX_WALK",
+    "PROTECTED_NAMES",
+    "SHIM_TARGET",
+    "SYSTEM_DIRS",
+    "Hidden",
+    "MountOp",
+    "Profile",
+    "ProfileError",
+    "Unenforceable",
+    "build_profile",
 ]

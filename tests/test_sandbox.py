@@ -479,3 +479,37 @@ def test_a_rule_reading_the_whole_repository_is_mounted_under_the_narrow_root(wo
     # the repository read-only first, then the narrow root on top (the rule denies writing it too)
     assert targets.index(("ro-bind", demo.repo)) < targets.index(("ro-bind", demo.narrow))
     assert ("mask-file", os.path.join(demo.narrow, ".env")) in targets  # the project's deny still stands
+
+
+async def test_a_real_mcp_server_runs_under_rootguard_run_over_stdio(world, tmp_path):
+    """The mcp SDK's client talks to ``rootguard run -- rootguard mcp``: stdio passes through,
+    the server's refusals and the kernel's agree, and the server cannot write outside."""
+    import warnings
+
+    import lsp_bridge
+    from mcp import Client, StdioServerParameters
+
+    demo = world["demo"]
+    checkout = os.path.dirname(os.path.dirname(os.path.abspath(lsp_bridge.__file__)))
+    config = os.path.join(world["base"], "mcp-user.toml")
+    grants = {"python": os.path.realpath(sys.base_prefix), "checkout": checkout, "this-file": config}
+    state = f"/tmp/rg-state-{os.getpid()}-{id(world)}"  # the sandbox's private /tmp: the audit log stays there
+    with open(config, "w") as handle:
+        handle.write("version = 2\n")
+        for name, path in grants.items():  # the server's own runtime, read-only
+            handle.write(f'[[paths]]\nid = "{name}"\npath = "{path}"\npolicies = {{ read = "allow", write = "deny" }}\n')
+    env = {"PATH": os.environ.get("PATH", os.defpath), "HOME": "/nonexistent", "PYTHONPATH": checkout,
+           "ROOTGUARD_CONFIG": config, "XDG_STATE_HOME": state, "ROOTGUARD_TRAY_SOCKET": "/tmp/no-tray.sock"}
+    args = ["-m", "lsp_bridge.cli.main", "run", "--root", demo.narrow, "--",
+            sys.executable, "-m", "lsp_bridge.cli.main", "mcp", "--root", demo.narrow]
+    params = StdioServerParameters(command=sys.executable, args=args, env=env, cwd=demo.narrow)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        async with Client(params) as client:
+            tools = {t.name for t in (await client.list_tools()).tools}
+            assert "read_file" in tools
+            manifest = await client.call_tool("read_file", {"project_id": "checkout", "relative_path": "package.json"})
+            assert '"name": "@shop/checkout"' in manifest.content[0].text
+            secret = await client.call_tool("read_file", {"project_id": "checkout", "relative_path": ".env"})
+            assert secret.is_error and "local-secret-value" not in str(secret.content)
+    assert not os.path.exists(state)

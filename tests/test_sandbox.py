@@ -39,11 +39,6 @@ path = "packages/checkout/secrets"
 policies = { read = "request", write = "request" }
 
 [[paths]]
-id = "denied-link"
-path = "packages/checkout/current.json"
-policies = { read = "deny", write = "deny" }
-
-[[paths]]
 id = "absent-key"
 path = "packages/checkout/deploy.key"
 policies = { read = "deny", write = "deny" }
@@ -61,7 +56,6 @@ def world():
     narrow = demo.narrow
     with open(os.path.join(narrow, ".env"), "w") as handle:
         handle.write("LOCAL_TOKEN=local-secret-value\n")
-    os.symlink("package.json", os.path.join(narrow, "current.json"))
     os.makedirs(os.path.join(narrow, "secrets"))
     with open(os.path.join(narrow, "secrets", "token.txt"), "w") as handle:
         handle.write("request-level-secret\n")
@@ -434,9 +428,6 @@ def test_profile_api_is_data(world):
     assert profile.bwrap_args()[-3:] == ["--new-session", "--die-with-parent", "--unshare-pid"]
     assert profile.shim_argv(["x"]) == ["x"]  # no shim without Landlock
     assert [h.path for h in profile.hidden if h.decision == "request"] == [os.path.join(world["demo"].narrow, "secrets")]
-    link = os.path.join(world["demo"].narrow, "current.json")
-    [item] = [u for u in profile.unenforceable if u.path == link]
-    assert "symbolic link" in item.reason and not any(op.target == link for op in profile.ops)
 
 
 def test_docker_command_has_the_same_mount_set_read_only_where_the_sandbox_is(world):

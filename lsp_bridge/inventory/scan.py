@@ -17,8 +17,9 @@ import re
 import stat
 import subprocess
 import threading
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Callable, Iterable, Sequence
+from typing import TypeVar
 
 from lsp_bridge.core.paths import is_within
 from lsp_bridge.inventory.secrets import (
@@ -32,6 +33,8 @@ from lsp_bridge.inventory.secrets import (
 )
 
 Progress = Callable[[str], None]
+
+T = TypeVar("T")
 
 MANIFESTS = frozenset({"package.json", "pyproject.toml", "Cargo.toml", "go.mod"})
 GIT_TIMEOUT = 30.0
@@ -588,7 +591,7 @@ class InventoryCache:
             return
         git_dir = _enclosing_git_dir(path)
         common = _common_dir_of(git_dir) if git_dir else None
-        if common:
+        if common and git_dir:
             seen.git.setdefault(common, []).append(os.path.dirname(git_dir))
             if entry.dirty:
                 self._git_size_stale.add(common)
@@ -696,10 +699,7 @@ def _worth_a_look(listing: str) -> bool:
     """Whether a NUL-joined listing may hold an interesting name (a fast, loose test)."""
     if _DOTTED_HINT(listing):
         return True
-    for start in _DOTLESS_HINTS:
-        if start in listing:
-            return True
-    return False
+    return any(start in listing for start in _DOTLESS_HINTS)
 
 
 def _mtime(path: str) -> int:
@@ -863,12 +863,12 @@ class _History:
         return self._commits(), self._deleted()
 
 
-def _in_background(function: Callable, *args: object) -> Callable[[], object]:
+def _in_background(function: Callable[..., T], *args: object) -> Callable[[], T | None]:
     """Start ``function(*args)`` in a daemon thread; the returned callable waits for its value.
 
     The value is None when the function raised: for git that means "could not tell".
     """
-    box: list[object] = [None]
+    box: list[T | None] = [None]
 
     def run() -> None:
         try:
@@ -883,7 +883,7 @@ def _in_background(function: Callable, *args: object) -> Callable[[], object]:
         run()
         return lambda: box[0]
 
-    def wait() -> object:
+    def wait() -> T | None:
         thread.join()
         return box[0]
 
@@ -928,8 +928,8 @@ def _deleted_sensitive(common: str) -> tuple[str, ...] | None:
                "-z", "--format=")
     if out is None:
         return None
-    names = {n.strip("\n") for n in out.decode("utf-8", errors="replace").split("\x00")}
-    names = sorted(n for n in names if n and "\n" not in n and _is_sensitive_name(n))
+    unique = {n.strip("\n") for n in out.decode("utf-8", errors="replace").split("\x00")}
+    names = sorted(n for n in unique if n and "\n" not in n and _is_sensitive_name(n))
     if not names:
         return ()
     query = "".join(f"HEAD:{n}\n" for n in names).encode()
@@ -937,7 +937,7 @@ def _deleted_sensitive(common: str) -> tuple[str, ...] | None:
     if answer is None:
         return tuple(names)
     lines = answer.decode("utf-8", errors="replace").splitlines()
-    return tuple(n for n, line in zip(names, lines) if line.endswith(" missing"))
+    return tuple(n for n, line in zip(names, lines, strict=False) if line.endswith(" missing"))
 
 
 def _is_sensitive_name(relative: str) -> bool:

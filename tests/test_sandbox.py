@@ -261,7 +261,8 @@ def test_landlock_only_is_explicit_and_labelled(world):
         pytest.skip("no Landlock in this kernel")
     demo = world["demo"]
     env = env_for(world, PATH="/nonexistent")
-    script = f"/usr/bin/head -1 package.json; /usr/bin/head -1 {demo.env_file} 2>&1; /usr/bin/head -1 {world['outside']}/private.txt 2>&1; true"
+    script = (f"/usr/bin/head -1 package.json; /usr/bin/head -1 {demo.env_file} 2>&1; "
+              f"/usr/bin/head -1 {world['outside']}/private.txt 2>&1; true")
     result = run(world, "--landlock-only", "--", "/bin/sh", "-c", script, env=env)
     assert result.returncode == 0, result.stderr
     assert "DEGRADED MODE" in result.stderr
@@ -297,7 +298,8 @@ def test_print_shows_the_sandbox_command_line(world):
 def test_rename_over_a_mask_on_the_host_stops_the_sandbox(world):
     demo = world["demo"]
     masked = os.path.join(demo.narrow, ".env")
-    original = open(masked).read()
+    with open(masked) as handle:
+        original = handle.read()
     loop = f"echo ready; while true; do cat {masked} 2>/dev/null; sleep 0.05; done"
     argv = [sys.executable, "-m", "lsp_bridge.cli.main", "run", "--root", demo.narrow, "--", "/bin/sh", "-c", loop]
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env_for(world),
@@ -353,7 +355,7 @@ def narrow_owned_by_nobody(world):
     prefix, uid = _as_nobody()
 
     def chown(owner):
-        for dirpath, dirnames, filenames in os.walk(demo.narrow):
+        for dirpath, _dirnames, filenames in os.walk(demo.narrow):
             for name in [dirpath, *(os.path.join(dirpath, f) for f in filenames)]:
                 os.lchown(name, owner, -1)
 
@@ -486,8 +488,9 @@ async def test_a_real_mcp_server_runs_under_rootguard_run_over_stdio(world, tmp_
     the server's refusals and the kernel's agree, and the server cannot write outside."""
     import warnings
 
-    import lsp_bridge
     from mcp import Client, StdioServerParameters
+
+    import lsp_bridge
 
     demo = world["demo"]
     checkout = os.path.dirname(os.path.dirname(os.path.abspath(lsp_bridge.__file__)))

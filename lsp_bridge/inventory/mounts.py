@@ -485,12 +485,14 @@ def _program(command: str) -> str:
     return re.split(r"[\\/]", command)[-1].lower().removesuffix(".exe")
 
 
-def _server_confinement(server: dict, where: str, path: str, at: Range | None, ctx: _Context, union: Sequence[str]):
+def _server_confinement(
+    server: dict, where: str, path: str, at: Range | None, ctx: _Context, union: Sequence[str]
+) -> Diagnostic | None:
     command = server.get("command")
     if not isinstance(command, str) or server.get("url") or server.get("type") in ("http", "sse", "streamable-http"):
         return None
-    args = server.get("args") if isinstance(server.get("args"), list) else []
-    args = [a for a in args if isinstance(a, str)]
+    raw = server.get("args")
+    args: list[str] = [a for a in raw if isinstance(a, str)] if isinstance(raw, list) else []
     program = _program(command)
     if _is_container_run(server):
         return None

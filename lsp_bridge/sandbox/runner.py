@@ -21,7 +21,8 @@ import signal
 import subprocess
 import sys
 import threading
-from typing import Sequence, TextIO
+from collections.abc import Sequence
+from typing import TextIO
 
 from lsp_bridge.sandbox.profile import Profile
 

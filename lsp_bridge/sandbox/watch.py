@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import os
 import threading
-from typing import Any, Callable, Iterable
+from collections.abc import Callable, Iterable
+from typing import Any
 
 
 class MaskWatcher:

@@ -381,9 +381,8 @@ def _is_container_run(server: dict) -> bool:
     command = server.get("command")
     if not isinstance(command, str):
         return False
-    program = re.split(r"[\\/]", command)[-1].lower().removesuffix(".exe")
     args = server.get("args")
-    return program in CONTAINER_COMMANDS and isinstance(args, list) and "run" in args
+    return _program(command) in CONTAINER_COMMANDS and isinstance(args, list) and "run" in args
 
 
 def _server_mounts(args, where, origin, path, text, ctx, mounts, diagnostics) -> None:
@@ -482,6 +481,7 @@ def mcp_server_confinement(
 
 
 def _program(command: str) -> str:
+    """The program's name without directory or ``.exe``, lower-cased."""
     return re.split(r"[\\/]", command)[-1].lower().removesuffix(".exe")
 
 

@@ -295,7 +295,11 @@ def test_print_shows_the_sandbox_command_line(world):
     assert argv[-2:] == ["make", "test"]
 
 
-def test_rename_over_a_mask_on_the_host_stops_the_sandbox(world):
+@pytest.mark.parametrize("how, said", [
+    ("rename", "another file was renamed onto it"),
+    ("delete-and-create", "it was deleted"),
+])
+def test_replacing_a_mask_on_the_host_stops_the_sandbox(world, how, said):
     demo = world["demo"]
     masked = os.path.join(demo.narrow, ".env")
     with open(masked) as handle:
@@ -307,9 +311,14 @@ def test_rename_over_a_mask_on_the_host_stops_the_sandbox(world):
     replacement = os.path.join(demo.narrow, "replacement.tmp")
     try:
         assert proc.stdout.readline().strip() == "ready"
-        with open(replacement, "w") as handle:
-            handle.write("REPLACED=1\n")
-        os.rename(replacement, masked)
+        if how == "rename":
+            with open(replacement, "w") as handle:
+                handle.write("REPLACED=1\n")
+            os.rename(replacement, masked)
+        else:
+            os.remove(masked)
+            with open(masked, "w") as handle:
+                handle.write("REPLACED=1\n")
         _, err = proc.communicate(timeout=30)
     finally:
         if proc.poll() is None:
@@ -317,7 +326,30 @@ def test_rename_over_a_mask_on_the_host_stops_the_sandbox(world):
         with open(masked, "w") as handle:
             handle.write(original)
     assert proc.returncode == 125
-    assert f"stopped the sandbox: {masked}: another file was renamed onto it" in err
+    assert f"stopped the sandbox: {masked}: {said}" in err
+
+
+def test_an_in_place_edit_keeps_the_mask_and_the_sandbox_running(world):
+    demo = world["demo"]
+    masked = os.path.join(demo.narrow, ".env")
+    with open(masked) as handle:
+        original = handle.read()
+    script = f"echo ready; read line; cat {masked} 2>&1; echo done"
+    argv = [sys.executable, "-m", "lsp_bridge.cli.main", "run", "--root", demo.narrow, "--", "/bin/sh", "-c", script]
+    proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=env_for(world), cwd=demo.narrow)
+    try:
+        assert proc.stdout.readline().strip() == "ready"
+        with open(masked, "a") as handle:  # same inode: the mask still covers it
+            handle.write("EDITED_IN_PLACE=1\n")
+        out, err = proc.communicate("go\n", timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        with open(masked, "w") as handle:
+            handle.write(original)
+    assert proc.returncode == 0, err
+    assert "EDITED_IN_PLACE" not in out and "local-secret-value" not in out and "done" in out
 
 
 def _as_nobody():

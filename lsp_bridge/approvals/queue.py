@@ -19,8 +19,8 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from lsp_bridge.approvals.protocol import MAX_PENDING_PER_CLIENT, AccessRequest
+from lsp_bridge.core.settings import DEFAULT_APPROVAL_TIMEOUT as DEFAULT_TIMEOUT
 
-DEFAULT_TIMEOUT = 30.0
 RECENT_LIMIT = 50
 MISSED_LIMIT = 200
 

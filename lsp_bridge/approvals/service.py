@@ -31,6 +31,7 @@ import logging
 from dataclasses import dataclass
 from typing import Any, Awaitable, Callable, Iterable, Optional, Sequence
 
+from lsp_bridge.approvals.protocol import DEFAULT_NEED
 from lsp_bridge.core.settings import DEFAULT_APPROVAL_TIMEOUT
 
 log = logging.getLogger("rootguard.approvals")
@@ -39,7 +40,6 @@ ALLOW_ONCE, ALLOW_SESSION, ALWAYS = "allow_once", "allow_session", "always"
 DENY, TIMEOUT, NO_APPROVER = "deny", "timeout", "no_approver"
 ANSWERS = (ALLOW_ONCE, ALLOW_SESSION, ALWAYS, DENY, TIMEOUT, NO_APPROVER)
 ALLOWING = (ALLOW_ONCE, ALLOW_SESSION, ALWAYS)
-NEEDS = {"read": "read", "write": "write", "metadata": "write", "delete": "delete"}
 MARGIN_CAP = 5.0
 TRAY = "the Root Guard tray"
 EARLIER = "an earlier answer in this session"
@@ -110,7 +110,7 @@ def request_from_decision(decision: Any, tool: str) -> ApprovalRequest:
         )
         shown = f"{decision.op} {decision.path} → {decision.dest.path}"
     else:
-        targets = (ApprovalTarget(decision.path, NEEDS.get(decision.op, "read"), decision.root),)
+        targets = (ApprovalTarget(decision.path, DEFAULT_NEED.get(decision.op, "read"), decision.root),)
         shown = f"{decision.op} {decision.path}"
     summary = f"{tool} asks to {shown}. Rule: {decision.rule or '(host baseline)'}. Reason: {decision.reason}"
     return ApprovalRequest(tool, decision.op, targets, decision.rule, decision.reason, summary)

@@ -68,6 +68,8 @@ class RootGuardServer(LanguageServer):
         self._published: set[str] = set()
         self._inventory_task: asyncio.Future | None = None
         self._mounts_generation = 0  # bumped by every change: older reconciliations are stale
+        self._recount_task: asyncio.Future | None = None
+        self._recount_again = False
         self._tray = None
 
     @property
@@ -275,7 +277,21 @@ class RootGuardServer(LanguageServer):
         if change is not None:
             self.apply_change(change)
         if self.tracker.widened and self._inventory_cache is not None and not (change and change.widened):
-            asyncio.ensure_future(self.run_inventory(warn=False))
+            self.recount()
+
+    def recount(self) -> None:
+        """Recount the inventory after file events: one run at a time, one more if events came meanwhile."""
+        if self._recount_task is not None and not self._recount_task.done():
+            self._recount_again = True  # a run is waiting for (or doing) the scan: go once more after it
+            return
+        self._recount_task = asyncio.ensure_future(self._recount_while_changing())
+
+    async def _recount_while_changing(self) -> None:
+        while True:
+            self._recount_again = False
+            await self.run_inventory(warn=False)
+            if not self._recount_again:
+                return
 
     def shutdown_watches(self) -> None:
         if self._watcher is not None:

@@ -171,6 +171,9 @@ class SessionGrants:
     def __len__(self) -> int:
         return len(self._keys)
 
+    def __iter__(self):
+        return iter(sorted(self._keys))
+
     def covers(self, keys: Iterable[tuple[str, str]]) -> bool:
         wanted = set(keys)
         return bool(wanted) and wanted <= self._keys

@@ -29,17 +29,16 @@ from __future__ import annotations
 import asyncio
 import logging
 from dataclasses import dataclass
-from typing import Any, Awaitable, Callable, Iterable, Optional, Sequence
+from typing import Any, Awaitable, Callable, Iterable, Iterator, Optional, Sequence
 
-from lsp_bridge.approvals.protocol import DEFAULT_NEED
+from lsp_bridge.approvals.protocol import ALLOWING, DEFAULT_NEED
+from lsp_bridge.approvals.protocol import CLIENT_ANSWERS as ANSWERS  # the one list of answers
 from lsp_bridge.core.settings import DEFAULT_APPROVAL_TIMEOUT
 
 log = logging.getLogger("rootguard.approvals")
 
 ALLOW_ONCE, ALLOW_SESSION, ALWAYS = "allow_once", "allow_session", "always"
 DENY, TIMEOUT, NO_APPROVER = "deny", "timeout", "no_approver"
-ANSWERS = (ALLOW_ONCE, ALLOW_SESSION, ALWAYS, DENY, TIMEOUT, NO_APPROVER)
-ALLOWING = (ALLOW_ONCE, ALLOW_SESSION, ALWAYS)
 MARGIN_CAP = 5.0
 TRAY = "the Root Guard tray"
 EARLIER = "an earlier answer in this session"
@@ -103,6 +102,7 @@ class ApprovalRequest:
 
 def request_from_decision(decision: Any, tool: str) -> ApprovalRequest:
     """An ``ApprovalRequest`` for one engine ``Decision`` (a rename asks for both ends)."""
+    targets: tuple[ApprovalTarget, ...]
     if decision.dest is not None:
         targets = (
             ApprovalTarget(decision.path, "delete", decision.root),
@@ -171,7 +171,7 @@ class SessionGrants:
     def __len__(self) -> int:
         return len(self._keys)
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[tuple[str, str]]:
         return iter(sorted(self._keys))
 
     def covers(self, keys: Iterable[tuple[str, str]]) -> bool:
@@ -232,7 +232,7 @@ class ApprovalService:
             return Outcome(ALLOW_SESSION, EARLIER, "allowed for this session earlier")
         generation = self.grants.generation
         limit = self.time_limit()
-        reply = await self._ask_tray(request, limit)
+        reply: Reply | Deferred | None = await self._ask_tray(request, limit)
         who = TRAY
         if reply is None and step is not None:
             reply, who = await self._run_step(step, request, limit, approver), approver
@@ -304,6 +304,6 @@ class ApprovalService:
         return Outcome(answer, approver if answer != NO_APPROVER else None, text, reply.rules)
 
 
-def targets_of(pieces: Sequence[dict]) -> tuple[ApprovalTarget, ...]:
+def targets_of(pieces: Sequence[dict[str, Any]]) -> tuple[ApprovalTarget, ...]:
     """``ApprovalTarget``s from the tray protocol's target dicts (path, relative, root, need)."""
     return tuple(ApprovalTarget(t["path"], t["need"], t.get("root"), t.get("relative")) for t in pieces)

@@ -16,7 +16,7 @@ import os
 import tempfile
 import time
 from collections import Counter
-from typing import Iterable, Mapping
+from typing import Any, Iterable, Mapping
 
 import tomlkit
 from tomlkit.exceptions import TOMLKitError
@@ -70,7 +70,7 @@ def write_always_rule(user_config: str, rule_fields: Mapping) -> str:
 
 
 def always_rules(targets: Iterable[tuple[str, str]], *, tool: str, client: str,
-                 today: str | None = None) -> list[dict]:
+                 today: str | None = None) -> list[dict[str, Any]]:
     """The ``[[paths]]`` rule fields an "always" answer writes: one per distinct path.
 
     ``targets``: (canonical path, need) pairs, need one of read, write, delete.

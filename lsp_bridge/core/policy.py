@@ -30,7 +30,7 @@ from __future__ import annotations
 import os
 import stat
 from dataclasses import dataclass
-from typing import Container, Iterable, Sequence
+from typing import Any, Container, Iterable, Sequence
 
 from lsp_bridge.core.paths import fold, is_within, realpath
 from lsp_bridge.core.rules import RuleSet
@@ -245,7 +245,7 @@ class Policy:
         return Decision(verdict, target.canonical, shown_op, rule.id if rule else None, reason,
                         rule.source if rule else None, root)
 
-    def decide_batch(self, items: Iterable[tuple], *, granted: Container[tuple[str, str]] = ()) -> BatchDecision:
+    def decide_batch(self, items: Iterable[tuple[Any, ...]], *, granted: Container[tuple[str, str]] = ()) -> BatchDecision:
         """Decide every item before anything happens; the batch stands or falls whole.
 
         An item is ``(op, path)`` or ``("rename", path, dest)``; ``op`` may be a
@@ -280,7 +280,7 @@ class Policy:
         reason = results[0].reason if single else "every target is allowed"
         return BatchDecision("allow", decisions, reason, done)
 
-    def _decide_item(self, item: tuple, granted: Container[tuple[str, str]]) -> ItemDecision:
+    def _decide_item(self, item: tuple[Any, ...], granted: Container[tuple[str, str]]) -> ItemDecision:
         op, path, dest = (*item, None)[:3]
         ops = (op,) if isinstance(op, str) else tuple(op)
         if not ops or any(o not in OPERATIONS for o in ops):

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any, Mapping, Sequence
 
-from lsp_bridge.approvals.service import SessionGrants
+from lsp_bridge.approvals.service import ALLOWING, SessionGrants
 from lsp_bridge.mcp import safe_io
 from lsp_bridge.mcp.audit import AuditLog, now_text, root_digest
 from lsp_bridge.core.paths import canonical, is_within
@@ -47,7 +47,6 @@ ERROR_CODES = (
     "not_found", "already_exists", "is_a_directory", "not_a_directory", "file_too_large",
     "binary_file", "edit_not_found", "edit_ambiguous", "io_error", "audit_unavailable", "workspace_changed",
 )
-ALLOWING = ("allow_once", "allow_session", "always")
 APPROVAL_CODES = {"deny": "approval_denied", "timeout": "approval_timeout", "no_approver": "no_approver"}
 TOOLS = (
     "list_projects", "read_file", "list_directory", "search_files", "get_file_info",
@@ -268,7 +267,10 @@ class FileTools:
         refused = next((a for a in accesses if a.verdict == "deny"), None)
         if refused is not None:  # a target that does not resolve is refused before the engine is asked
             return Plan(tool, args, caller, cid, project_id, accesses, "deny", refused.reason, refused.code)
-        batch = self.session.policy.decide_batch(items, granted=self.grants)
+        policy = self.session.policy
+        if policy is None:  # pragma: no cover - open_session always builds one
+            raise ToolError("invalid_arguments", "no policy for these roots")
+        batch = policy.decide_batch(items, granted=self.grants)
         return self._plan_from(batch, tool, args, caller, cid, project_id, accesses)
 
     def _accesses(self, tool: str, args: dict) -> list[Access]:
@@ -341,16 +343,18 @@ class FileTools:
             return
         _refuse_leaf_link(access)
 
-    def _engine_items(self, accesses: list[Access]) -> list[tuple]:
+    def _engine_items(self, accesses: list[Access]) -> list[tuple[Any, ...]]:
         """The engine's view of each resolved target; a failed resolution marks its access denied."""
-        items = []
+        items: list[tuple[Any, ...]] = []
         for access in accesses:
-            if access.resolved is None:
+            if access.resolved is None or (access.needs == ("rename",) and access.dest is None):
                 access.verdict = "deny"
+                access.code = access.code or "invalid_path"
+                access.reason = access.reason or f"{access.given!r} was not resolved; nothing was done"
                 continue
             try:
                 target = self._target(access.resolved)
-                if access.needs == ("rename",):
+                if access.dest is not None:
                     items.append(("rename", target, self._target(access.dest)))
                 else:
                     items.append((access.needs, target))
@@ -370,7 +374,7 @@ class FileTools:
     def _plan_from(self, batch: BatchDecision, tool, args, caller, cid, project_id,
                    accesses: list[Access]) -> Plan:
         """The engine's batch decision, presented: each access gets its item's result."""
-        for access, result in zip(accesses, batch.results):
+        for access, result in zip(accesses, batch.results, strict=True):
             access.pieces = result.parts
             access.policy, access.verdict = result.decision.decision, result.verdict
             access.rule, access.reason = result.decision.rule, result.reason

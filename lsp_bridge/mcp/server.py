@@ -46,7 +46,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from lsp_bridge import __version__ as VERSION
 from lsp_bridge.approvals.service import (
-    ApprovalRequest, ApprovalService, Deferred, Reply, SessionGrants, Step, TimeLimit, targets_of,
+    ApprovalRequest, ApprovalService, Deferred, Outcome, Reply, SessionGrants, Step, TimeLimit, targets_of,
 )
 from lsp_bridge.mcp.audit import AuditLog
 from lsp_bridge.mcp.file_tools import Caller, FileTools, Limits, ToolError
@@ -184,6 +184,7 @@ class GuardedServer:
         if plan.verdict == "request":
             request = ApprovalRequest(plan.tool, plan.operation, targets_of(plan.approval_targets()),
                                       plan.rule, plan.reason, plan.describe())
+            outcome: Outcome | Deferred
             if state is not None and state.kind == "approval":  # the retried call brings the answer
                 outcome = self.approvals.answered(request, self._client_answer(params, plan, state), CLIENT)
             else:

@@ -4,6 +4,7 @@ The scan is slow for real: the widened repository has a long git history (built
 with ``git fast-import``: thousands of commits, each changing two thousand
 files), which the inventory reads with ``git log`` while it holds the cache's
 lock. File events arrive during that scan; the server must keep answering.
+Results of background work that a newer change superseded are dropped.
 """
 
 from __future__ import annotations
@@ -89,3 +90,19 @@ async def test_file_events_during_a_slow_scan_do_not_stop_other_requests(lsp, tm
         "the inventory counting the new file",
     )
     assert done["inventory"]["git"][0]["commits"] >= COMMITS
+
+
+def test_a_mount_reconciliation_that_finishes_after_a_newer_change_is_dropped(tmp_path):
+    """Like a superseded inventory: the worker's result for an older workspace is not shown."""
+    from lsp_bridge.inventory.report import mounts_report
+    from lsp_bridge.lsp.server import RootGuardServer
+
+    old, new = make_repo(tmp_path / "old"), make_repo(tmp_path / "new")
+    ls = RootGuardServer()
+    ls.tracker.set_folders([str(old)], initial=True)
+    started_for = ls._mounts_generation
+    reconciliation = mounts_report(ls.tracker.session)  # what a worker computed for the old folders
+    ls.tracker.set_folders([str(new)])
+    ls._mounts_generation += 1  # apply_change does this for every change
+    ls._mounts_ready(reconciliation, started_for)
+    assert ls.tracker.mounts is None  # dropped: the newer change's own reconciliation follows

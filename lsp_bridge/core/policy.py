@@ -264,7 +264,8 @@ class Policy:
         done = tuple(results)
         if not results:
             return BatchDecision("deny", (), "an empty batch decides nothing")
-        span = self.span_conflict([p.path for r in results for p in r.parts])
+        paths = list(dict.fromkeys(p.path for r in results for p in r.parts))
+        span = self.span_conflict(paths) if len(paths) > 1 else None
         if span:
             return BatchDecision("deny", decisions, span, done, None, True)
         single = len(results) == 1
@@ -292,6 +293,13 @@ class Policy:
             whole = self.decide_rename(source, target)
             dest_decision = whole.dest or self.decide_target("write", target, reported_op="rename")
             pieces = [("delete", self.decide_target("delete", source, reported_op="rename")), ("write", dest_decision)]
+        elif len(ops) == 1:  # the common case, kept short: one need on one path
+            decision = self.decide_target(ops[0], self._as_target(path))
+            need, verdict = _NEEDS[ops[0]], decision.decision
+            if verdict == "request" and (need, decision.path) in granted:
+                part = Part(need, decision.path, decision, "allow")
+                return ItemDecision(decision, (part,), "allow", f"allowed for this session earlier ({decision.reason})")
+            return ItemDecision(decision, (Part(need, decision.path, decision, verdict),), verdict, decision.reason)
         else:
             target = self._as_target(path)
             pieces = [(_NEEDS[o], self.decide_target(o, target)) for o in ops]

@@ -155,7 +155,7 @@ Step = Callable[[ApprovalRequest, TimeLimit], Awaitable[Optional[Reply | Deferre
 
 
 class SessionGrants:
-    """"Allow for this session" answers: ``(need, canonical path)`` pairs, for one workspace.
+    """The "allow for this session" answers: ``(need, canonical path)`` pairs, for one workspace.
 
     ``generation`` counts workspace changes: an answer that arrives after the
     workspace changed (asked under another generation) is not stored.

@@ -44,7 +44,7 @@ def timed(argv: list[str], env: dict, cwd: str) -> float:
 
 def measure(variants: dict[str, list[str]], rounds: int, env: dict, cwd: str) -> dict[str, list[float]]:
     results: dict[str, list[float]] = {name: [] for name in variants}
-    for name, argv in variants.items():  # warm-up: bytecode, page cache
+    for argv in variants.values():  # warm-up: bytecode, page cache
         timed(argv, env, cwd)
     for _ in range(rounds):
         for name, argv in variants.items():

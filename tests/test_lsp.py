@@ -461,6 +461,26 @@ async def test_a_user_config_created_later_is_picked_up(client, tmp_path, isolat
     assert (await decision())["decision"] == "deny"
 
 
+async def test_status_warns_about_an_mcp_server_that_runs_unconfined(client, tmp_path):
+    project = tmp_path / "app"
+    (project / ".vscode").mkdir(parents=True)
+    (project / ".vscode" / "mcp.json").write_text(
+        '{\n  // one plain, one confined\n  "servers": {\n'
+        '    "files": {"command": "npx", "args": ["-y", "@acme/fs-server"]},\n'
+        '    "index": {"command": "rootguard", "args": ["run", "--root", "${workspaceFolder}", "--", "idx"]}\n'
+        "  }\n}\n"
+    )
+    await client.start([project])
+
+    def unconfined(status):
+        return [w for w in status.get("warnings", []) if w.get("code") == "mcp-server-unconfined"]
+
+    status = await client.next_status(0, lambda s: unconfined(s), "a status with the unconfined-server warning")
+    [warning] = unconfined(status)
+    assert "servers.files" in warning["message"] and "rootguard run" in warning["message"]
+    assert not any(w.get("code") == "mcp-server-confined-wider" for w in status["warnings"])
+
+
 # --- rootguard/trace (issue 13) -------------------------------------------------------
 
 

@@ -261,7 +261,8 @@ def test_landlock_only_is_explicit_and_labelled(world):
         pytest.skip("no Landlock in this kernel")
     demo = world["demo"]
     env = env_for(world, PATH="/nonexistent")
-    script = f"/usr/bin/head -1 package.json; /usr/bin/head -1 {demo.env_file} 2>&1; /usr/bin/head -1 {world['outside']}/private.txt 2>&1; true"
+    script = (f"/usr/bin/head -1 package.json; /usr/bin/head -1 {demo.env_file} 2>&1; "
+              f"/usr/bin/head -1 {world['outside']}/private.txt 2>&1; true")
     result = run(world, "--landlock-only", "--", "/bin/sh", "-c", script, env=env)
     assert result.returncode == 0, result.stderr
     assert "DEGRADED MODE" in result.stderr
@@ -294,10 +295,15 @@ def test_print_shows_the_sandbox_command_line(world):
     assert argv[-2:] == ["make", "test"]
 
 
-def test_rename_over_a_mask_on_the_host_stops_the_sandbox(world):
+@pytest.mark.parametrize("how, said", [
+    ("rename", "another file was renamed onto it"),
+    ("delete-and-create", "it was deleted"),
+])
+def test_replacing_a_mask_on_the_host_stops_the_sandbox(world, how, said):
     demo = world["demo"]
     masked = os.path.join(demo.narrow, ".env")
-    original = open(masked).read()
+    with open(masked) as handle:
+        original = handle.read()
     loop = f"echo ready; while true; do cat {masked} 2>/dev/null; sleep 0.05; done"
     argv = [sys.executable, "-m", "lsp_bridge.cli.main", "run", "--root", demo.narrow, "--", "/bin/sh", "-c", loop]
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env_for(world),
@@ -305,9 +311,14 @@ def test_rename_over_a_mask_on_the_host_stops_the_sandbox(world):
     replacement = os.path.join(demo.narrow, "replacement.tmp")
     try:
         assert proc.stdout.readline().strip() == "ready"
-        with open(replacement, "w") as handle:
-            handle.write("REPLACED=1\n")
-        os.rename(replacement, masked)
+        if how == "rename":
+            with open(replacement, "w") as handle:
+                handle.write("REPLACED=1\n")
+            os.rename(replacement, masked)
+        else:
+            os.remove(masked)
+            with open(masked, "w") as handle:
+                handle.write("REPLACED=1\n")
         _, err = proc.communicate(timeout=30)
     finally:
         if proc.poll() is None:
@@ -315,7 +326,30 @@ def test_rename_over_a_mask_on_the_host_stops_the_sandbox(world):
         with open(masked, "w") as handle:
             handle.write(original)
     assert proc.returncode == 125
-    assert f"stopped the sandbox: {masked}: another file was renamed onto it" in err
+    assert f"stopped the sandbox: {masked}: {said}" in err
+
+
+def test_an_in_place_edit_keeps_the_mask_and_the_sandbox_running(world):
+    demo = world["demo"]
+    masked = os.path.join(demo.narrow, ".env")
+    with open(masked) as handle:
+        original = handle.read()
+    script = f"echo ready; read line; cat {masked} 2>&1; echo done"
+    argv = [sys.executable, "-m", "lsp_bridge.cli.main", "run", "--root", demo.narrow, "--", "/bin/sh", "-c", script]
+    proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=env_for(world), cwd=demo.narrow)
+    try:
+        assert proc.stdout.readline().strip() == "ready"
+        with open(masked, "a") as handle:  # same inode: the mask still covers it
+            handle.write("EDITED_IN_PLACE=1\n")
+        out, err = proc.communicate("go\n", timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        with open(masked, "w") as handle:
+            handle.write(original)
+    assert proc.returncode == 0, err
+    assert "EDITED_IN_PLACE" not in out and "local-secret-value" not in out and "done" in out
 
 
 def _as_nobody():
@@ -353,7 +387,7 @@ def narrow_owned_by_nobody(world):
     prefix, uid = _as_nobody()
 
     def chown(owner):
-        for dirpath, dirnames, filenames in os.walk(demo.narrow):
+        for dirpath, _dirnames, filenames in os.walk(demo.narrow):
             for name in [dirpath, *(os.path.join(dirpath, f) for f in filenames)]:
                 os.lchown(name, owner, -1)
 
@@ -479,3 +513,38 @@ def test_a_rule_reading_the_whole_repository_is_mounted_under_the_narrow_root(wo
     # the repository read-only first, then the narrow root on top (the rule denies writing it too)
     assert targets.index(("ro-bind", demo.repo)) < targets.index(("ro-bind", demo.narrow))
     assert ("mask-file", os.path.join(demo.narrow, ".env")) in targets  # the project's deny still stands
+
+
+async def test_a_real_mcp_server_runs_under_rootguard_run_over_stdio(world, tmp_path):
+    """The mcp SDK's client talks to ``rootguard run -- rootguard mcp``: stdio passes through,
+    the server's refusals and the kernel's agree, and the server cannot write outside."""
+    import warnings
+
+    from mcp import Client, StdioServerParameters
+
+    import lsp_bridge
+
+    demo = world["demo"]
+    checkout = os.path.dirname(os.path.dirname(os.path.abspath(lsp_bridge.__file__)))
+    config = os.path.join(world["base"], "mcp-user.toml")
+    grants = {"python": os.path.realpath(sys.base_prefix), "checkout": checkout, "this-file": config}
+    state = f"/tmp/rg-state-{os.getpid()}-{id(world)}"  # the sandbox's private /tmp: the audit log stays there
+    with open(config, "w") as handle:
+        handle.write("version = 2\n")
+        for name, path in grants.items():  # the server's own runtime, read-only
+            handle.write(f'[[paths]]\nid = "{name}"\npath = "{path}"\npolicies = {{ read = "allow", write = "deny" }}\n')
+    env = {"PATH": os.environ.get("PATH", os.defpath), "HOME": "/nonexistent", "PYTHONPATH": checkout,
+           "ROOTGUARD_CONFIG": config, "XDG_STATE_HOME": state, "ROOTGUARD_TRAY_SOCKET": "/tmp/no-tray.sock"}
+    args = ["-m", "lsp_bridge.cli.main", "run", "--root", demo.narrow, "--",
+            sys.executable, "-m", "lsp_bridge.cli.main", "mcp", "--root", demo.narrow]
+    params = StdioServerParameters(command=sys.executable, args=args, env=env, cwd=demo.narrow)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        async with Client(params) as client:
+            tools = {t.name for t in (await client.list_tools()).tools}
+            assert "read_file" in tools
+            manifest = await client.call_tool("read_file", {"project_id": "checkout", "relative_path": "package.json"})
+            assert '"name": "@shop/checkout"' in manifest.content[0].text
+            secret = await client.call_tool("read_file", {"project_id": "checkout", "relative_path": ".env"})
+            assert secret.is_error and "local-secret-value" not in str(secret.content)
+    assert not os.path.exists(state)

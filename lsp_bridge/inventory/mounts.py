@@ -381,9 +381,8 @@ def _is_container_run(server: dict) -> bool:
     command = server.get("command")
     if not isinstance(command, str):
         return False
-    program = re.split(r"[\\/]", command)[-1].lower().removesuffix(".exe")
     args = server.get("args")
-    return program in CONTAINER_COMMANDS and isinstance(args, list) and "run" in args
+    return _program(command) in CONTAINER_COMMANDS and isinstance(args, list) and "run" in args
 
 
 def _server_mounts(args, where, origin, path, text, ctx, mounts, diagnostics) -> None:
@@ -482,15 +481,18 @@ def mcp_server_confinement(
 
 
 def _program(command: str) -> str:
+    """The program's name without directory or ``.exe``, lower-cased."""
     return re.split(r"[\\/]", command)[-1].lower().removesuffix(".exe")
 
 
-def _server_confinement(server: dict, where: str, path: str, at: Range | None, ctx: _Context, union: Sequence[str]):
+def _server_confinement(
+    server: dict, where: str, path: str, at: Range | None, ctx: _Context, union: Sequence[str]
+) -> Diagnostic | None:
     command = server.get("command")
     if not isinstance(command, str) or server.get("url") or server.get("type") in ("http", "sse", "streamable-http"):
         return None
-    args = server.get("args") if isinstance(server.get("args"), list) else []
-    args = [a for a in args if isinstance(a, str)]
+    raw = server.get("args")
+    args: list[str] = [a for a in raw if isinstance(a, str)] if isinstance(raw, list) else []
     program = _program(command)
     if _is_container_run(server):
         return None

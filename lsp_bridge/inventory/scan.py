@@ -253,11 +253,15 @@ class InventoryCache:
     use it to show that an update did not rescan the tree). Methods may be
     called from several threads (a watcher and a request handler); they take
     turns. ``report`` can take a while on first sight of a tree or of a git
-    history: call it off the event loop.
+    history, holding the lock all along: call it off the event loop, and from
+    the event loop only ``queue_changes``, which never waits for a scan.
     """
 
     def __init__(self) -> None:
         self._lock = threading.RLock()
+        self._queue_lock = threading.Lock()  # held for a moment only, never during a scan
+        self._queued: dict[str, None] = {}
+        self._flush_due = False
         self.dirs_scanned = 0
         self._clear()
 
@@ -279,12 +283,43 @@ class InventoryCache:
                progress: Progress | None = None) -> InventoryReport:
         """What ``after`` exposes beyond ``before`` (both lists of absolute paths)."""
         with self._lock:
+            self._apply_queued()
             return self._report(_collapse(before), _collapse(after), progress)
 
     def file_changed(self, path: str) -> None:
-        """A file or directory at ``path`` was created, modified or deleted."""
+        """A file or directory at ``path`` was created, modified or deleted (applied now)."""
         with self._lock:
+            self._apply_queued()
             self._file_changed(os.path.normpath(path))
+
+    def queue_changes(self, paths: Iterable[str]) -> bool:
+        """Note changed paths without waiting for a running scan.
+
+        They are applied by ``apply_queued`` or at the start of the next
+        ``report``, whichever takes the lock first. Returns True when the
+        caller should schedule ``apply_queued`` (off the event loop): False
+        means one is already due and will apply these too.
+        """
+        with self._queue_lock:
+            for path in paths:
+                self._queued[os.path.normpath(path)] = None
+            if self._flush_due or not self._queued:
+                return False
+            self._flush_due = True
+            return True
+
+    def apply_queued(self) -> int:
+        """Apply the queued changes (waits for a running scan: call it off the event loop)."""
+        with self._lock:
+            return self._apply_queued()
+
+    def _apply_queued(self) -> int:
+        with self._queue_lock:
+            queued, self._queued = list(self._queued), {}
+            self._flush_due = False
+        for path in queued:
+            self._file_changed(path)
+        return len(queued)
 
     def invalidate(self, path: str | None = None) -> None:
         """Forget ``path``'s subtree (everything when None); it is rescanned when next needed."""

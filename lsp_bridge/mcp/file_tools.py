@@ -4,10 +4,13 @@ Every tool call goes through the same steps (seed 003, "un résolveur de chemin
 fermé", one control for every tool):
 
 1. ``FileTools.plan``: each target is resolved inside its project by the closed
-   resolver (``resolver.resolve_in_projects``) and decided by the one policy
-   engine; a batch (``apply_patch``) is decided whole before anything happens.
-2. The caller obtains an approval when the plan says ``request`` (the tray, the
-   MCP client, or nobody: that is the front end's business).
+   resolver (``resolver.resolve_in_projects``); the resolved targets go to the
+   one policy engine as one batch (``Policy.decide_batch``, with this session's
+   "allow for this session" grants), which decides every target, the rename
+   ends, the span across roots and the verdict of the whole call before
+   anything happens. No verdict is combined here.
+2. The caller obtains an approval when the plan says ``request``
+   (``lsp_bridge.approvals.service``: the tray, the MCP client, or nobody).
 3. ``FileTools.conclude``: the final decision is written to the audit log, one
    line per target, then the I/O runs through ``safe_io`` (directory
    descriptors, ``O_NOFOLLOW``, temp file + rename).
@@ -26,12 +29,13 @@ import re
 import stat
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from lsp_bridge.approvals.service import ALLOWING, SessionGrants
 from lsp_bridge.core.paths import canonical, is_within
-from lsp_bridge.core.policy import Decision, Policy, Target, oracle_inside
+from lsp_bridge.core.policy import BatchDecision, Decision, Part, Policy, Target, oracle_inside
 from lsp_bridge.core.resolver import Resolved, ResolveError, resolve, resolve_in_projects
 from lsp_bridge.core.session import Session, open_session
 from lsp_bridge.mcp import safe_io
@@ -44,7 +48,6 @@ ERROR_CODES = (
     "not_found", "already_exists", "is_a_directory", "not_a_directory", "file_too_large",
     "binary_file", "edit_not_found", "edit_ambiguous", "io_error", "audit_unavailable", "workspace_changed",
 )
-ALLOWING = ("allow_once", "allow_session", "always")
 APPROVAL_CODES = {"deny": "approval_denied", "timeout": "approval_timeout", "no_approver": "no_approver"}
 TOOLS = (
     "list_projects", "read_file", "list_directory", "search_files", "get_file_info",
@@ -67,7 +70,6 @@ ARGUMENTS = {
     "move_file": {"project_id", "source", "destination"},
     "apply_patch": {"project_id", "changes"},
 }
-_STRICTNESS = {"allow": 0, "request": 1, "deny": 2}
 _SLUG = re.compile(r"[^A-Za-z0-9._-]+")
 SKIP_DIRS = frozenset({".git"})
 MAX_CHANGES = 100
@@ -112,16 +114,6 @@ class Project:
 
 
 @dataclass
-class Piece:
-    """One need on one canonical path, as the engine decided it."""
-
-    need: str  # read | write | delete
-    path: str
-    decision: Decision
-    verdict: str  # after session grants
-
-
-@dataclass
 class Access:
     """One target of a call: what was given, how it resolved, how it was decided."""
 
@@ -130,8 +122,8 @@ class Access:
     dest_given: Any = None
     resolved: Resolved | None = None
     dest: Resolved | None = None
-    pieces: list[Piece] = field(default_factory=list)
-    verdict: str = "deny"  # allow | request | deny
+    pieces: tuple[Part, ...] = ()  # the engine's decision per need (and rename end)
+    verdict: str | None = None  # allow | request | deny (after session grants); None: not decided
     policy: str | None = None  # the engine's verdict before session grants
     rule: str | None = None
     reason: str = ""
@@ -218,13 +210,15 @@ class FileTools:
         mirror: bool = False,
         limits: Limits = Limits(),
         taken_ids: dict[str, str] | None = None,
+        grants: SessionGrants | None = None,
     ):
         self.roots = tuple(canonical(r) for r in roots)
         self.session: Session = open_session(list(self.roots), env)
         self.audit = audit
         self.mirror = mirror
         self.limits = limits
-        self.grants: set[tuple[str, str]] = set()  # (need, canonical): "allow for this session"
+        # "Allow for this session" answers, (need, canonical path): the approval service's store.
+        self.grants = grants if grants is not None else SessionGrants()
         self._taken = taken_ids if taken_ids is not None else {}
         self.projects = self._projects()
         self._project_roots = {p.id: p.root for p in self.projects}
@@ -275,12 +269,18 @@ class FileTools:
                 raise ToolError("unknown_tool", f"unknown tool {tool!r}")
             accesses = self._accesses(tool, args)
         except ToolError as err:
-            access = Access(args.get("relative_path", args.get("source")), (), code=err.code, reason=err.message)
+            access = Access(args.get("relative_path", args.get("source")), (), code=err.code, reason=err.message,
+                            verdict="deny")
             return Plan(tool, args, caller, cid, project_id, [access], "deny", err.message, err.code)
-        for access in accesses:
-            if access.resolved is not None:
-                self._decide(access)
-        return self._overall(tool, args, caller, cid, project_id, accesses)
+        items = self._engine_items(accesses)
+        refused = next((a for a in accesses if a.verdict == "deny"), None)
+        if refused is not None:  # a target that does not resolve is refused before the engine is asked
+            return Plan(tool, args, caller, cid, project_id, accesses, "deny", refused.reason, refused.code)
+        policy = self.session.policy
+        if policy is None:  # pragma: no cover - open_session always builds one
+            raise ToolError("invalid_arguments", "no policy for these roots")
+        batch = policy.decide_batch(items, granted=self.grants)
+        return self._plan_from(batch, tool, args, caller, cid, project_id, accesses)
 
     def _accesses(self, tool: str, args: dict) -> list[Access]:
         unknown = sorted(set(args) - ARGUMENTS[tool])
@@ -352,42 +352,24 @@ class FileTools:
             return
         _refuse_leaf_link(access)
 
-    def _decide(self, access: Access) -> None:
-        """Engine decisions for each need of one resolved target (plus session grants)."""
-        policy = self.policy
-        try:
-            target = self._target(_resolved(access.resolved))
-            if access.needs == ("rename",):
-                whole = policy.decide_rename(target, self._target(_resolved(access.dest)))
-                source = policy.decide_target("delete", target)
-                assert whole.dest is not None  # a rename decision carries the destination's
-                access.pieces = [
-                    Piece("delete", target.canonical, source, source.decision),
-                    Piece("write", whole.dest.path, whole.dest, whole.dest.decision),
-                ]
-                if whole.decision == "deny" and "deny" not in (source.decision, whole.dest.decision):
-                    access.pieces[0] = Piece("delete", target.canonical, whole, "deny")  # spans differing roots
-            else:
-                access.pieces = [
-                    Piece(need, target.canonical, d, d.decision)
-                    for need in access.needs
-                    for d in [policy.decide_target(need, target)]
-                ]
-        except _Changed as changed:
-            access.code, access.reason, access.verdict = "path_changed", str(changed), "deny"
-            return
-        worst = max(access.pieces, key=lambda p: _STRICTNESS[p.verdict])
-        access.policy = worst.verdict
-        for piece in access.pieces:
-            if piece.verdict == "request" and (piece.need, piece.path) in self.grants:
-                piece.verdict = "allow"
-        worst = max(access.pieces, key=lambda p: _STRICTNESS[p.verdict])
-        access.verdict, access.rule = worst.verdict, worst.decision.rule
-        access.reason = worst.decision.reason
-        if access.policy == "request" and access.verdict == "allow":
-            access.reason = f"allowed for this session earlier ({access.reason})"
-        if access.verdict == "deny":
-            access.code = _deny_code(worst.decision, access)
+    def _engine_items(self, accesses: list[Access]) -> list[tuple[Any, ...]]:
+        """The engine's view of each resolved target; a failed resolution marks its access denied."""
+        items: list[tuple[Any, ...]] = []
+        for access in accesses:
+            if access.resolved is None or (access.needs == ("rename",) and access.dest is None):
+                access.verdict = "deny"
+                access.code = access.code or "invalid_path"
+                access.reason = access.reason or f"{access.given!r} was not resolved; nothing was done"
+                continue
+            try:
+                target = self._target(access.resolved)
+                if access.dest is not None:
+                    items.append(("rename", target, self._target(access.dest)))
+                else:
+                    items.append((access.needs, target))
+            except _Changed as changed:
+                access.code, access.reason, access.verdict = "path_changed", str(changed), "deny"
+        return items
 
     def _target(self, resolved: Resolved) -> Target:
         """The engine's view of a resolved path; links are listed only when one was met."""
@@ -398,25 +380,21 @@ class FileTools:
             raise _Changed(f"{resolved.relative} changed while it was being resolved; nothing was done")
         return target
 
-    def _overall(self, tool, args, caller, cid, project_id, accesses: list[Access]) -> Plan:
-        denied = [a for a in accesses if a.verdict == "deny"]
-        if denied:
-            first = denied[0]
-            return Plan(tool, args, caller, cid, project_id, accesses, "deny", first.reason, first.code, first.rule)
-        if len(accesses) > 1:
-            span = self._span_conflict(accesses)
-            if span:
-                return Plan(tool, args, caller, cid, project_id, accesses, "deny", span, "policy_denied")
-        pending = [a for a in accesses if a.verdict == "request"]
-        if pending:
-            reason = pending[0].reason if len(pending) == 1 else f"{len(pending)} of {len(accesses)} targets need approval"
-            return Plan(tool, args, caller, cid, project_id, accesses, "request", reason, None, pending[0].rule)
-        reason = accesses[0].reason if len(accesses) == 1 else "every target is allowed"
-        return Plan(tool, args, caller, cid, project_id, accesses, "allow", reason, None, accesses[0].rule)
-
-    def _span_conflict(self, accesses: list[Access]) -> str | None:
-        paths = [p.path for a in accesses for p in a.pieces]
-        return self.policy.span_conflict(paths)  # the engine's own rule for multi-root calls
+    def _plan_from(self, batch: BatchDecision, tool, args, caller, cid, project_id,
+                   accesses: list[Access]) -> Plan:
+        """The engine's batch decision, presented: each access gets its item's result."""
+        for access, result in zip(accesses, batch.results, strict=True):
+            access.pieces = result.parts
+            access.policy, access.verdict = result.decision.decision, result.verdict
+            access.rule, access.reason = result.decision.rule, result.reason
+            if result.verdict == "deny":
+                access.code = _deny_code(result.decision, access)
+        culprit = accesses[batch.culprit] if batch.culprit is not None else None
+        code = None
+        if batch.decision == "deny":
+            code = "policy_denied" if batch.spans_roots or culprit is None else culprit.code
+        rule = culprit.rule if culprit is not None else (accesses[0].rule if batch.decision == "allow" else None)
+        return Plan(tool, args, caller, cid, project_id, accesses, batch.decision, batch.reason, code, rule)
 
     # -- step 3: conclude ------------------------------------------------------
 
@@ -432,7 +410,6 @@ class FileTools:
             if approval not in ALLOWING:
                 code = APPROVAL_CODES.get(approval or "no_approver", "approval_denied")
                 raise self.reject(plan, code, _refusal_text(code, approver, plan.reason), approval, approver)
-            self._apply_approval(plan, approval)
             self._log(plan, "allow", None, f"{approval} by {approver or 'the approver'} ({plan.reason})",
                       approval=approval, approver=approver)
         else:
@@ -452,13 +429,6 @@ class FileTools:
         """Log a refusal of ``plan`` and return the error to raise."""
         self._log(plan, "deny", code, reason, approval=approval, approver=approver)
         return ToolError(code, reason, plan.correlation_id)
-
-    def _apply_approval(self, plan: Plan, approval: str) -> None:
-        if approval == "allow_session":
-            for target in plan.approval_targets():
-                self.grants.add((target["need"], target["path"]))
-        elif approval == "always":
-            self.session.reload_configs()  # the tray wrote a rule to the user file
 
     # -- audit -----------------------------------------------------------------
 
@@ -547,10 +517,7 @@ class FileTools:
             target = self._target(resolved)
         except (ResolveError, _Changed):
             return "deny", None
-        verdict = self.policy.decide_target(need, target).decision
-        if verdict == "request" and (need, target.canonical) in self.grants:
-            verdict = "allow"
-        return verdict, resolved
+        return self.policy.decide_granted(need, target, self.grants), resolved
 
 
 class _Changed(Exception):

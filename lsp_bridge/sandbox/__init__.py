@@ -12,6 +12,13 @@
 * ``docker``: the same mount set as a ``docker run`` command.
 """
 
-from lsp_bridge.sandbox.profile import Hidden, MountOp, Profile, ProfileError, Unenforceable, build_profile
+from lsp_bridge.sandbox.profile import (
+    Hidden,
+    MountOp,
+    Profile,
+    ProfileError,
+    Unenforceable,
+    build_profile,
+)
 
 __all__ = ["Hidden", "MountOp", "Profile", "ProfileError", "Unenforceable", "build_profile"]

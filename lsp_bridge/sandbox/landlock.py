@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from lsp_bridge.sandbox.shim import LandlockError, abi, handled, restrict
 
-__all__ = ["LandlockError", "abi", "handled", "restrict", "describe"]
+__all__ = ["LandlockError", "abi", "describe", "handled", "restrict"]
 
 
 def describe() -> str:

@@ -36,8 +36,8 @@ from __future__ import annotations
 import glob
 import os
 import sys
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Iterable, Sequence
 
 from lsp_bridge.core.paths import canonical, depth, is_within, relative_to
 from lsp_bridge.core.policy import Decision, Target
@@ -475,8 +475,13 @@ class _Builder:
                 self.unenforceable.append(Unenforceable(path, "protected (configuration file), but it does not "
                                                               "exist: creating it inside the sandbox is not prevented"))
             return
-        is_dir = os.path.isdir(path) and not os.path.islink(path)
         read = self.decide("read", path)
+        if os.path.islink(path):
+            if read.decision != "allow":  # a bind mount follows the link: it cannot cover the link itself
+                self.unenforceable.append(Unenforceable(path, f"{read.decision} ({read.reason}), but it is a symbolic "
+                                                              "link: a mount cannot cover a link, only its target"))
+            return
+        is_dir = os.path.isdir(path)
         if read.decision != "allow":
             kind = "mask-dir" if is_dir else "mask-file"
             self.add(MountOp(kind, path, reason=f"{read.decision}: {read.reason}"), "masked")
@@ -550,6 +555,14 @@ def union_paths(profile: Profile) -> Iterable[str]:
 
 
 __all__ = [
-    "Hidden", "MountOp", "Profile", "ProfileError", "Unenforceable", "build_profile",
-    "MAX_WALK", "PROTECTED_NAMES", "SHIM_TARGET", "SYSTEM_DIRS",
+    "MAX_WALK",
+    "PROTECTED_NAMES",
+    "SHIM_TARGET",
+    "SYSTEM_DIRS",
+    "Hidden",
+    "MountOp",
+    "Profile",
+    "ProfileError",
+    "Unenforceable",
+    "build_profile",
 ]

@@ -21,7 +21,8 @@ import signal
 import subprocess
 import sys
 import threading
-from typing import Sequence, TextIO
+from collections.abc import Sequence
+from typing import TextIO
 
 from lsp_bridge.sandbox.profile import Profile
 
@@ -137,8 +138,11 @@ def _run_landlock_only(profile: Profile, command: Sequence[str], env: dict, stde
     interpreter = profile.interpreter or sys.executable
     ro = [p for p in profile.landlock_ro if p != "/run/rootguard/landlock-shim.py"] + [shim]
     rw = [p for p in profile.landlock_rw if p != "/tmp"]
-    argv = [interpreter, "-I", "-S", shim, *sum((["--ro", p] for p in ro), []), *sum((["--rw", p] for p in rw), []),
-            "--required", "--", *command]
+    argv = [interpreter, "-I", "-S", shim]
+    for flag, paths in (("--ro", ro), ("--rw", rw)):
+        for path in paths:
+            argv += [flag, path]
+    argv += ["--required", "--", *command]
     try:
         proc = subprocess.Popen(argv, env=env, cwd=profile.chdir)
     except OSError as err:

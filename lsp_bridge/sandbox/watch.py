@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import os
 import threading
-from typing import Callable, Iterable
+from collections.abc import Callable, Iterable
+from typing import Any
 
 
 class MaskWatcher:
@@ -22,7 +23,7 @@ class MaskWatcher:
         self.on_violation = on_violation
         self.violation: tuple[str, str] | None = None
         self._lock = threading.Lock()
-        self._observer = None
+        self._observer: Any = None
 
     def start(self) -> None:
         if not self.paths:

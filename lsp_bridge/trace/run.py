@@ -78,10 +78,7 @@ def run_trace(session, command: Sequence[str], *, enforced: bool = False, captur
     if not roots:
         raise TraceError("trace needs at least one --root FOLDER")
     union = list(session.scope.union.paths)
-    program = shutil.which(command[0])
-    if program is None:
-        raise TraceError(f"{command[0]}: command not found")
-    program = os.path.abspath(program)
+    program = _program(command[0], roots[0])
     strace = _tool("strace", "strace")
     bwrap = _tool("bwrap", "bubblewrap")
     preflight(strace, bwrap)
@@ -103,6 +100,19 @@ def run_trace(session, command: Sequence[str], *, enforced: bool = False, captur
         return result
     finally:
         shutil.rmtree(work, ignore_errors=True)
+
+
+def _program(name: str, cwd: str) -> str:
+    """COMMAND's executable: from PATH, or a path relative to the first root (where it runs)."""
+    if "/" in name:
+        path = name if os.path.isabs(name) else os.path.join(cwd, name)
+        if os.path.isfile(path) and os.access(path, os.X_OK):
+            return os.path.normpath(path)
+        raise TraceError(f"{name}: not an executable file (relative paths are taken from the first root, {cwd})")
+    found = shutil.which(name)
+    if found is None:
+        raise TraceError(f"{name}: command not found")
+    return os.path.abspath(found)
 
 
 def analyze_events(events: list[Event], session, command: list[str], exit_code: int, *,
@@ -138,10 +148,7 @@ def run_enforced(session, command: Sequence[str], *, capture: bool = False) -> T
     roots = list(session.folders)
     if not roots:
         raise TraceError("trace needs at least one --root FOLDER")
-    program = shutil.which(command[0])
-    if program is None:
-        raise TraceError(f"{command[0]}: command not found")
-    program = os.path.abspath(program)
+    program = _program(command[0], roots[0])
     strace = _tool("strace", "strace")
     bwrap = _tool("bwrap", "bubblewrap")
     preflight(strace, bwrap)

@@ -283,9 +283,32 @@ def test_a_credential_file_renamed_away_is_reported_as_still_in_history(tmp_path
     git(repo, "commit", "-q", "-m", "config")
     git(repo, "mv", ".env", "settings.txt")  # same content: git would call it a rename
     git(repo, "commit", "-q", "-m", "move")
-    (git_dir,) = inventory([], [str(repo)]).git
+    report = inventory([], [str(repo)])
+    (git_dir,) = report.git
     assert git_dir.commits == 3
-    assert git_dir.deleted_sensitive == (".env",)
+    assert git_dir.deleted_sensitive == ()  # not deleted: moved
+    assert [r.to_json() for r in git_dir.renamed_sensitive] == [
+        {"from": ".env", "to": "settings.txt", "in_tree": True, "credential_name": False}]
+    assert "renamed away from a credential name (old content in history): .env → settings.txt" in (
+        "\n".join(report.describe()))
+
+
+def test_renames_are_told_apart_from_deletions(tmp_path):
+    repo = new_repo(tmp_path / "svc", commits=1)
+    (repo / "old.env").write_text("API_TOKEN=Qw12Er34Ty56Ui78\n")
+    (repo / "prod.tfvars").write_text('db_password = "Zx98Cv76Bn54"\n')
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "config")
+    git(repo, "mv", "old.env", "new.env")
+    git(repo, "rm", "-q", "prod.tfvars")
+    git(repo, "commit", "-q", "-m", "move and delete")
+    report = inventory([], [str(repo)])
+    (git_dir,) = report.git
+    assert git_dir.deleted_sensitive == ("prod.tfvars",)
+    assert [(r.source, r.dest, r.dest_in_tree) for r in git_dir.renamed_sensitive] == [("old.env", "new.env", True)]
+    text = "\n".join(report.describe())
+    assert "deleted but still in history: prod.tfvars" in text
+    assert "renamed (content kept under the new name): old.env → new.env" in text
 
 
 def test_a_history_git_cannot_read_is_unknown_not_empty(tmp_path):

@@ -81,8 +81,8 @@ def _delegate(name: str, rest: list[str]) -> int:
 
     module, _, extra = DELEGATED[name]
     try:
-        loaded = importlib.import_module(module)
-    except ModuleNotFoundError as err:
+        return int(importlib.import_module(module).main(rest) or 0)
+    except ModuleNotFoundError as err:  # at import or when the command loads its toolkit
         missing = (err.name or "").split(".")[0]
         if extra and missing in EXTRA_MODULES[extra]:
             raise UsageError(
@@ -90,7 +90,6 @@ def _delegate(name: str, rest: list[str]) -> int:
                 f"pip install '.[{extra}]' in the Root Guard source folder"
             ) from None
         raise
-    return int(loaded.main(rest) or 0)
 
 
 # ---------------------------------------------------------------------------

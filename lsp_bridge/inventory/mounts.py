@@ -809,7 +809,7 @@ def _plan_types(chain: list[tuple[str, str]], layout: _Layout, plan: _Plan, budg
             continue
         for name, tsconfig in users:
             plan.diagnostics.append(Diagnostic(
-                "information", "mount-types-from-above",
+                "warning", "mount-types-from-above",
                 f"types entry {name!r} resolves from {modules}, above the root: mounted read-only "
                 "in the suggested set", tsconfig, _locate(_load_json(tsconfig, comments=True)[1], name)))
 

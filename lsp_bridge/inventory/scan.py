@@ -229,7 +229,7 @@ class InventoryCache:
             self._store(path, entry)
             if parent is not None:
                 links.append((entry, parent))
-            prefix = path + os.sep
+            prefix = path if path.endswith(os.sep) else path + os.sep
             for name in entry.subdirs:
                 child = prefix + name
                 cached = dirs.get(child)

@@ -328,3 +328,34 @@ def test_a_missing_extra_is_a_one_line_error_naming_the_install(tmp_path):
     result = rootguard("tray", "--headless", check=False, env={"PYTHONPATH": str(blocker)})
     assert result.returncode == 2
     assert result.stderr.strip().count("\n") == 0 and "pip install '.[tray]'" in result.stderr
+
+
+# ---------------------------------------------------------------- roots messages
+
+
+def test_a_worktree_opened_alone_labels_the_main_checkout_as_such(repo, tmp_path):
+    data = json.loads(rootguard("roots", "--json", str(tmp_path / "shop-hotfix")).stdout)
+    main = [e for e in data["entries"] if e["path"] == str(repo)]
+    assert main and main[0]["reason"].startswith("included main checkout of the repository of")
+    out = rootguard("roots", str(tmp_path / "shop-hotfix")).stdout
+    assert 'worktrees = "include" (the default) added 1 folder' in out
+
+
+def test_a_version_1_project_file_with_allow_any_path_is_described_as_it_acts(tmp_path):
+    project = make_repo(tmp_path / "proj")
+    (project / ".rootguard.toml").write_text("[safety]\nallow_any_path = true\n")
+    roots = rootguard("roots", str(project)).stdout
+    assert "every path on this machine is allowed" not in roots
+    assert "needs approval" in roots
+    outside = rootguard("check", "--root", str(project), "--op", "read", str(tmp_path), check=False)
+    assert outside.returncode == 3 and outside.stdout.startswith("REQUEST")
+
+
+def test_warnings_name_the_place_once_without_repeating_the_severity(tmp_path):
+    folder = tmp_path / "evil"
+    folder.mkdir()
+    (folder / ".git").write_text("gitdir: /\n")
+    out = rootguard("roots", str(folder)).stdout
+    line = next(line for line in out.splitlines() if "file-system root" in line)
+    assert line.count("error:") + line.count("warning:") == 1, line
+    assert line.count(str(folder / ".git")) == 1, line

@@ -359,3 +359,73 @@ def test_warnings_name_the_place_once_without_repeating_the_severity(tmp_path):
     line = next(line for line in out.splitlines() if "file-system root" in line)
     assert line.count("error:") + line.count("warning:") == 1, line
     assert line.count(str(folder / ".git")) == 1, line
+
+
+# ---------------------------------------------------------------- progress and packaging
+
+PROGRESS_PROBE = (
+    "import sys, time\n"
+    "from lsp_bridge.cli.progress import progress\n"
+    "with progress('measuring', enabled='--json' not in sys.argv) as update:\n"
+    "    update('scanning /srv/big')\n"
+    "    time.sleep(float(sys.argv[1]))\n"
+    "print('done')\n"
+)
+
+
+def _stderr_of(seconds: float, *flags: str, tty: bool) -> str:
+    import pty
+    import select
+
+    if not tty:
+        result = subprocess.run([sys.executable, "-c", PROGRESS_PROBE, str(seconds), *flags],
+                                capture_output=True, text=True, timeout=60)
+        return result.stderr
+    master, slave = pty.openpty()
+    process = subprocess.Popen([sys.executable, "-c", PROGRESS_PROBE, str(seconds), *flags],
+                               stdout=subprocess.PIPE, stderr=slave, env={**os.environ, "TERM": "xterm"})
+    os.close(slave)
+    seen = b""
+    while True:
+        ready, _, _ = select.select([master], [], [], 30)
+        if not ready:
+            break
+        try:
+            chunk = os.read(master, 4096)
+        except OSError:  # the child closed the terminal
+            break
+        if not chunk:
+            break
+        seen += chunk
+    process.wait(timeout=30)
+    os.close(master)
+    return seen.decode("utf-8", errors="replace")
+
+
+def test_progress_shows_on_a_terminal_for_long_work_only():
+    assert "scanning /srv/big" in _stderr_of(2.0, tty=True)
+    assert _stderr_of(0.0, tty=True).strip() == ""  # quick work: nothing drawn
+    assert _stderr_of(2.0, tty=False) == ""  # not a terminal: silent
+    assert "scanning" not in _stderr_of(2.0, "--json", tty=True)
+
+
+def test_base_install_carries_the_language_server_and_extras_stay_optional():
+    import tomllib
+
+    project = tomllib.loads((Path(__file__).resolve().parent.parent / "pyproject.toml").read_text())["project"]
+    names = {dep.split(">")[0].split("<")[0].split("=")[0].strip() for dep in project["dependencies"]}
+    assert {"pygls", "lsprotocol", "watchdog", "detect-secrets"} <= names
+    assert not names & {"PySide6-Essentials", "mcp"}
+    assert isinstance(project["license"], str)  # an SPDX expression, not a table
+    assert set(project["optional-dependencies"]) >= {"tray", "mcp"}
+
+
+def test_a_fresh_install_prints_no_warning(tmp_path):
+    """What scripts/demo.sh runs on a fresh machine: an editable install, quiet."""
+    here = Path(__file__).resolve().parent.parent
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(tmp_path / "venv")], check=True, timeout=120)
+    result = subprocess.run([sys.executable, "-m", "pip", "--python", str(tmp_path / "venv" / "bin" / "python"),
+                             "install", "-q", "--no-deps", "-e", str(here)],
+                            capture_output=True, text=True, timeout=600, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert "warning" not in (result.stdout + result.stderr).lower(), result.stderr

@@ -429,3 +429,8 @@ def test_a_fresh_install_prints_no_warning(tmp_path):
                             capture_output=True, text=True, timeout=600, cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     assert "warning" not in (result.stdout + result.stderr).lower(), result.stderr
+
+
+def test_inventory_says_where_worktrees_include_added_a_folder(repo, tmp_path):
+    out = rootguard("inventory", "--root", str(repo / "packages/checkout"), "--add", str(repo)).stdout
+    assert f'{tmp_path / "shop-hotfix"} is there because worktrees = "include"' in out

@@ -133,6 +133,7 @@ def cmd_check(args) -> int:
 
 
 def cmd_inventory(args) -> int:
+    from lsp_bridge.inventory.report import union_notes
     from lsp_bridge.inventory.scan import inventory
 
     before_session = _session(args.root, option="--root")
@@ -140,7 +141,7 @@ def cmd_inventory(args) -> int:
     before, after = before_session.scope.union, after_session.scope.union
     with _progress(args, "measuring what the new folder hands over") as progress:
         report = inventory(before.paths, after.paths, progress=progress,
-                           notes=_inventory_notes(before_session))
+                           notes=union_notes(before_session, after_session))
     _emit(args, report.to_json(), lambda _: "\n".join(report.describe()))
     return 0
 
@@ -202,18 +203,6 @@ def _session(folders: Sequence[str], *, option: str = "FOLDER"):
     if broken:
         raise ConfigError(broken)
     return session
-
-
-def _inventory_notes(before) -> list[str]:
-    """Why the union may not follow the folders given, in words true for this case."""
-    configs = before.configs()
-    config = configs[0][1] if configs else None
-    if config is None or config.roots is None:
-        return []
-    if config.roots_source == "environment":
-        return ["ROOTGUARD_ROOTS sets the roots, so the folders given here do not change the union"]
-    return [f"workspace.roots in the {config.roots_source} configuration sets the roots, "
-            "so the folders given here do not change the union"]
 
 
 def _emit(args, data: dict, text) -> None:

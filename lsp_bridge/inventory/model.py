@@ -175,7 +175,7 @@ class InventoryReport:
         else:
             head = (f"Adding {added} widens the union: {self.files_before:,} → "
                     f"{plural(self.files_after, 'file')} (×{_ratio_text(self.ratio)}).")
-        lines = [head]
+        lines = [head, *self.notes]
         if self.credentials:
             total = sum(c.count for c in self.credentials)
             items = shorten(f"{show(c.path)} ({c.count})" for c in self.credentials)

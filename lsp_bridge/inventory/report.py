@@ -64,6 +64,26 @@ def mounts_report(session):
     return result
 
 
+def union_notes(before, after) -> list[str]:
+    """What a person should know about how the union followed the folders (sessions before and after).
+
+    ``ROOTGUARD_ROOTS`` or ``workspace.roots`` replace the folders; ``worktrees = "include"``
+    adds the same folder of every sibling checkout. Said where it happens, in true words.
+    """
+    configs = before.configs()
+    config = configs[0][1] if configs else None
+    if config is not None and config.roots is not None:
+        if config.roots_source == "environment":
+            return ["ROOTGUARD_ROOTS sets the roots, so the folders given here do not change the union"]
+        return [f"workspace.roots in the {config.roots_source} configuration sets the roots, "
+                "so the folders given here do not change the union"]
+    old = set(before.scope.union.paths)
+    added = [e for e in after.scope.union.entries if e.origin == "worktree" and e.path not in old]
+    return [f"{show_path(e.path)} is there because worktrees = \"include\" adds the same folder of every "
+            "checkout of the repository (set worktrees = \"request\" or \"ignore\" to change that)"
+            for e in added]
+
+
 def format_roots(data: dict) -> str:
     lines = [f"Effective union ({plural(len(data['union']), 'entry', 'entries')}):"]
     for entry in data["entries"]:

@@ -226,7 +226,8 @@ def test_an_empty_folder_is_bad_input_never_the_current_directory(args, tmp_path
     ["mounts"], ["config"], ["config", "migrate", "--nope"], ["demo", "--nope"],
     ["roots", "/definitely/not/here"], ["mounts", "/definitely/not/here"],
     ["check", "--root", "/", "--op", "read", "/a\x01b", "/c"],
-    ["audit", "--lines", "-1"], ["audit", "--file", ""], ["mcp", "--root", "relative"],
+    ["audit", "--lines", "-1"], ["audit", "--file", ""], ["audit", "--nope"], ["mcp", "--root", "relative"],
+    ["mcp", "--root", ""], ["lsp", "--nope"], ["lsp", "--log-level", "loud"], ["tray", "--nope"],
 ])
 def test_bad_input_is_exit_2_without_a_traceback(args):
     result = rootguard(*args, check=False)
@@ -434,3 +435,12 @@ def test_a_fresh_install_prints_no_warning(tmp_path):
 def test_inventory_says_where_worktrees_include_added_a_folder(repo, tmp_path):
     out = rootguard("inventory", "--root", str(repo / "packages/checkout"), "--add", str(repo)).stdout
     assert f'{tmp_path / "shop-hotfix"} is there because worktrees = "include"' in out
+
+
+def test_the_mcp_server_refuses_to_start_on_an_invalid_configuration(tmp_path):
+    bad = tmp_path / "bad.toml"
+    bad.write_text("version = 2\n[workspace\n")
+    root = tmp_path / "root"
+    root.mkdir()
+    result = rootguard("mcp", "--root", str(root), check=False, env={"ROOTGUARD_CONFIG": str(bad)}, input="")
+    assert result.returncode == 2 and f"{bad}:2:" in result.stderr

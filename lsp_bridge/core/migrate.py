@@ -27,6 +27,7 @@ import sys
 import tempfile
 from contextlib import suppress
 from dataclasses import dataclass, field
+from typing import NoReturn
 
 import tomlkit
 from tomlkit.items import AoT, Array, Table
@@ -272,7 +273,7 @@ def write_migration(path: str) -> MigrationResult:
 
 
 class _Parser(argparse.ArgumentParser):
-    def error(self, message: str):  # type: ignore[override]  # bad input: one line, exit 2
+    def error(self, message: str) -> NoReturn:  # bad input: one line, exit 2
         self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
 

@@ -19,7 +19,6 @@ import subprocess
 import threading
 from typing import Callable
 
-from lsp_bridge.core import worktrees
 from lsp_bridge.inventory.model import Renamed
 from lsp_bridge.inventory.secrets import is_credential_name
 
@@ -40,6 +39,8 @@ def common_dir_of(checkout: str) -> tuple[str | None, str | None]:
     """
     if not os.path.lexists(os.path.join(checkout, ".git")):
         return None, None
+    from lsp_bridge.core import worktrees  # here, not at import: importing the inventory stays cheap
+
     try:
         found = worktrees.locate(checkout)
     except (OSError, ValueError) as err:

@@ -444,3 +444,10 @@ def test_the_mcp_server_refuses_to_start_on_an_invalid_configuration(tmp_path):
     root.mkdir()
     result = rootguard("mcp", "--root", str(root), check=False, env={"ROOTGUARD_CONFIG": str(bad)}, input="")
     assert result.returncode == 2 and f"{bad}:2:" in result.stderr
+
+
+def test_a_bad_rootguard_roots_entry_is_refused_not_ignored(tmp_path):
+    result = rootguard("roots", str(tmp_path), check=False, env={"ROOTGUARD_ROOTS": "relative/dir"})
+    assert result.returncode == 2
+    assert "ROOTGUARD_ROOTS entry 'relative/dir' is not an absolute path" in result.stderr
+    assert "ignored" not in result.stderr

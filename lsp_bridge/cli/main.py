@@ -251,14 +251,22 @@ def _fail(argv: Sequence[str], message: str) -> int:
     return EXIT_BAD_INPUT
 
 
+def _config_text(d) -> str:
+    """file:line:column: error: message [code]; a problem with no file (ROOTGUARD_ROOTS) without one."""
+    if d.file:
+        return d.format()
+    message = d.message.removesuffix("; ignored")  # the command refuses instead of ignoring it
+    return f"{d.severity}: {message} [{d.code}]"
+
+
 def _fail_config(argv: Sequence[str], diagnostics) -> int:
     for diagnostic in diagnostics:
-        print(f"rootguard: {_safe(diagnostic.format())}", file=sys.stderr)
+        print(f"rootguard: {_safe(_config_text(diagnostic))}", file=sys.stderr)
     if _wants_json(argv):
         items = []
         for d in diagnostics:
             item = d.to_json()
-            item["text"] = d.format()
+            item["text"] = _config_text(d)
             item["line"] = d.range.start_line + 1 if d.range else None
             item["column"] = d.range.start_column + 1 if d.range else None
             items.append(item)

@@ -81,9 +81,9 @@ for (const name of ['picomatch', '@types/node/package.json', 'plugin-legacy']) {
   try { out[name] = require.resolve(name); } catch (e) { out[name] = null; }
 }
 out.first_party_visible = fs.existsSync('/workspace/packages/vite/package.json');
-out.backlink_resolves = fs.existsSync('/workspace/node_modules/.pnpm/%s/node_modules/vite/package.json');
+out.backlink_resolves = fs.existsSync('/workspace/node_modules/.pnpm/LEGACY/node_modules/vite/package.json');
 console.log(JSON.stringify(out));
-""" % LEGACY
+""".replace("LEGACY", LEGACY)
 
 
 def run_in_sandbox(mounts: list[dict], cwd: str) -> dict:

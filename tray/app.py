@@ -5,19 +5,19 @@ from __future__ import annotations
 import sys
 import time
 
-from . import qtcompat  # noqa: F401  (first: guards PySide6 6.12 on Python 3.11)
 from PySide6.QtCore import QObject, QTimer
 from PySide6.QtGui import QFont
 from PySide6.QtWidgets import QMenu, QSystemTrayIcon
 
-from lsp_bridge.core.grants import GrantError, write_always_rule
-
 from lsp_bridge.approvals.queue import Pending
+from lsp_bridge.core.grants import GrantError, write_always_rule
 from tray.broker import Broker
 from tray.icons import STATES, icon_state, load_icon, tooltip
 from tray.prompt import DEFAULT_KEY_GUARD_MS, ApprovalPrompt
 from tray.sessions import describe
 from tray.window import ANSWER_TEXT, MainWindow, clock_text, paths_text
+
+from . import qtcompat  # noqa: F401  (first: guards PySide6 6.12 on Python 3.11)
 
 NO_TRAY = (
     "No system tray is available on this desktop (on GNOME, install and enable the "
@@ -38,7 +38,7 @@ ALWAYS_POLICIES = {
 
 def always_rules(pending: Pending) -> list[dict]:
     """The ``[[paths]]`` rule fields an "always" answer writes: one per distinct path."""
-    needs: dict[str, set[str]] = {}
+    needs: dict[str, set[str | None]] = {}  # "always" is offered only when every need is known
     for target in pending.request.targets:
         needs.setdefault(target.path, set()).add(target.need)
     rules = []
@@ -152,12 +152,12 @@ class TrayApp(QObject):
         title = "Root Guard: union widened"
         text = f"{info.label}: {info.summary}"
         if self.tray is not None:
-            self.tray.showMessage(title, text, QSystemTrayIcon.Warning, 15000)
+            self.tray.showMessage(title, text, QSystemTrayIcon.MessageIcon.Warning, 15000)
         else:
             self.window.statusBar().showMessage(f"{title} — {text}")
 
     def _activated(self, reason) -> None:
-        if reason in (QSystemTrayIcon.Trigger, QSystemTrayIcon.DoubleClick):
+        if reason in (QSystemTrayIcon.ActivationReason.Trigger, QSystemTrayIcon.ActivationReason.DoubleClick):
             if self.broker.queue.pending:
                 self.show_prompt()
             else:

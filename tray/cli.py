@@ -92,7 +92,8 @@ def _application(headless: bool):
         return QCoreApplication.instance() or QCoreApplication(["rootguard-tray"])
     from PySide6.QtWidgets import QApplication
 
-    app = QApplication.instance() or QApplication(["rootguard-tray"])
+    existing = QApplication.instance()
+    app = existing if isinstance(existing, QApplication) else QApplication(["rootguard-tray"])
     app.setApplicationName("Root Guard")
     app.setDesktopFileName("rootguard-tray")
     app.setQuitOnLastWindowClosed(False)
@@ -109,7 +110,6 @@ def _broker(args, path: str):
 
 def _ui(args, broker):
     from lsp_bridge.core.config import user_config_path
-
     from tray.app import TrayApp
     from tray.prompt import DEFAULT_KEY_GUARD_MS
 

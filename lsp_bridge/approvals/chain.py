@@ -52,7 +52,8 @@ async def ask_person(ls, params: Any) -> dict:
     if answer is None:
         answer = await _ask_editor(ls, decision, tool, timeout)
     if answer is None:
-        return _answer(decision, "deny", "approval required but no approver is running (no tray, and this editor cannot show prompts)")
+        return _answer(decision, "deny",
+                       "approval required but no approver is running (no tray, and this editor cannot show prompts)")
     verdict, how = answer
     if how == ALLOW_SESSION:
         ls.session_grants.add(key)
@@ -89,7 +90,7 @@ async def _ask_editor(ls, decision, tool: str, timeout: float):
     )
     try:
         chosen = await asyncio.wait_for(request, timeout)
-    except asyncio.TimeoutError:
+    except TimeoutError:
         return ("deny", f"no answer within {timeout:g} s: denied once")
     except Exception as err:  # the client failed the request: fail closed
         return ("deny", f"the editor could not ask ({err}): denied")

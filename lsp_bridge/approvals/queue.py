@@ -15,8 +15,8 @@ from __future__ import annotations
 import itertools
 import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 from lsp_bridge.approvals.protocol import MAX_PENDING_PER_CLIENT, AccessRequest
 
@@ -320,7 +320,7 @@ class ApprovalQueue:
     # -- helpers ------------------------------------------------------------
 
     def _granted(self, conn: int, request: AccessRequest) -> bool:
-        grants = self._grants.get(conn)
+        grants = self._grants.get(conn) or set()
         return bool(grants) and all((request.tool, request.operation, p) in grants for p in request.paths)
 
     def _has_id(self, conn: int, request_id: str) -> bool:

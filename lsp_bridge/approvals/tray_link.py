@@ -29,7 +29,7 @@ class TrayLink:
         self._tasks: set[asyncio.Task] = set()
 
     @classmethod
-    def start(cls, ls) -> "TrayLink":
+    def start(cls, ls) -> TrayLink:
         tracker = ls.tracker
         link = cls(TrayClient(session=tracker.session_id, client="rootguard-lsp", folders=tracker.session.folders))
 

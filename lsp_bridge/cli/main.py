@@ -20,7 +20,8 @@ import argparse
 import json
 import os
 import sys
-from typing import Sequence
+from collections.abc import Sequence
+from typing import NoReturn
 
 EXIT_ALLOW, EXIT_DENY, EXIT_BAD_INPUT, EXIT_REQUEST = 0, 1, 2, 3
 DECISION_EXIT = {"allow": EXIT_ALLOW, "deny": EXIT_DENY, "request": EXIT_REQUEST}
@@ -302,7 +303,7 @@ def _version() -> str:
 class _Parser(argparse.ArgumentParser):
     """Usage errors are one line on stderr and exit 2 (``--json``: an error object too)."""
 
-    def error(self, message: str):  # type: ignore[override]
+    def error(self, message: str) -> NoReturn:
         print(f"{self.prog}: error: {message} (see {self.prog} --help)", file=sys.stderr)
         if _wants_json(sys.argv[1:]):
             _write(json.dumps({"error": {"kind": "bad-input", "message": message, "diagnostics": []}}))

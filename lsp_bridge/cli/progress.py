@@ -11,7 +11,11 @@ from __future__ import annotations
 import contextlib
 import sys
 import threading
-from typing import Callable, Iterator
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from rich.status import Status
 
 DELAY = 0.5
 
@@ -24,22 +28,23 @@ def progress(title: str, *, enabled: bool = True) -> Iterator[Callable[[str], No
     from rich.console import Console
 
     console = Console(stderr=True)
-    state = {"message": title, "status": None}
+    message = [title]
+    shown: list[Status] = []  # the spinner, once DELAY has passed
     lock = threading.Lock()
+    stopped = threading.Event()
 
     def show() -> None:
         with lock:
-            if state["status"] is None and not stopped.is_set():
-                state["status"] = console.status(state["message"])
-                state["status"].start()
+            if not shown and not stopped.is_set():
+                shown.append(console.status(message[0]))
+                shown[0].start()
 
-    def update(message: str) -> None:
+    def update(text: str) -> None:
         with lock:
-            state["message"] = f"{title}: {message}"
-            if state["status"] is not None:
-                state["status"].update(state["message"])
+            message[0] = f"{title}: {text}"
+            if shown:
+                shown[0].update(message[0])
 
-    stopped = threading.Event()
     timer = threading.Timer(DELAY, show)
     timer.daemon = True
     timer.start()
@@ -49,8 +54,8 @@ def progress(title: str, *, enabled: bool = True) -> Iterator[Callable[[str], No
         stopped.set()
         timer.cancel()
         with lock:
-            if state["status"] is not None:
-                state["status"].stop()
+            if shown:
+                shown[0].stop()
 
 
 def _ignore(_message: str) -> None:

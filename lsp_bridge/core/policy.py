@@ -29,8 +29,9 @@ from __future__ import annotations
 
 import os
 import stat
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Iterable, Sequence
+from typing import Any
 
 from lsp_bridge.core.paths import fold, is_within, realpath
 from lsp_bridge.core.rules import RuleSet
@@ -58,14 +59,14 @@ class Decision:
     reason: str
     rule_source: str | None = None
     root: str | None = None  # the selected root
-    dest: "Decision | None" = None  # rename: the destination's decision
+    dest: Decision | None = None  # rename: the destination's decision
 
     @property
     def allowed(self) -> bool:
         return self.decision == "allow"
 
-    def to_json(self) -> dict:
-        data = {
+    def to_json(self) -> dict[str, Any]:
+        data: dict[str, Any] = {
             "decision": self.decision,
             "path": self.path,
             "rule": self.rule,
@@ -88,7 +89,7 @@ class BatchDecision:
     def pending(self) -> tuple[Decision, ...]:
         return tuple(d for d in self.items if d.decision == "request")
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {"decision": self.decision, "reason": self.reason, "items": [d.to_json() for d in self.items]}
 
 
@@ -199,7 +200,8 @@ class Policy:
         root, ruleset = self.select(target.canonical)
         shown_op = reported_op or op
         if target.loop:
-            return Decision("deny", target.canonical, shown_op, None, "a symbolic link loop: the path cannot be resolved", None, root)
+            return Decision("deny", target.canonical, shown_op, None, "a symbolic link loop: the path cannot be resolved",
+                            None, root)
         verdict, rule, reason = self._decide_point(target.canonical, need, ruleset, op)
         if target.links and verdict != "deny":
             for link in target.links:
@@ -243,13 +245,14 @@ class Policy:
 
     # -- internals -----------------------------------------------------------
 
-    def _decide_point(self, path: str, need: str, ruleset: RuleSet, op: str):
+    def _decide_point(self, path: str, need: str, ruleset: RuleSet, op: str) -> tuple[str, PathRule | None, str]:
         key = fold(path)
         win = ruleset.winner(key, need)
         if win is not None:
             compiled, verdict = win
             rule = compiled.rule
-            reason = f"rule {rule.id!r} ({rule.source}{': ' + rule.file if rule.file else ''}) sets {need} = {rule_verdict(rule, need)}"
+            where = rule.source + (": " + rule.file if rule.file else "")
+            reason = f"rule {rule.id!r} ({where}) sets {need} = {rule_verdict(rule, need)}"
             if compiled.reduced and rule_verdict(rule, need) == "allow":
                 reason += "; a project file cannot allow beyond the host baseline, so approval is required"
         elif (entry := self.scope.union.entry_for(path)) is not None:
@@ -304,7 +307,8 @@ def _below(path: str, ancestor: str) -> str:
 
 
 def rule_verdict(rule: PathRule, need: str) -> str | None:
-    return getattr(rule, need)
+    verdict: str | None = getattr(rule, need)
+    return verdict
 
 
 def _links_on_the_way(lexical: str) -> list[str]:

@@ -17,7 +17,8 @@ import os
 import re
 import subprocess
 import threading
-from typing import Callable
+from collections.abc import Callable
+from typing import TypeVar
 
 from lsp_bridge.inventory.model import Renamed
 from lsp_bridge.inventory.secrets import is_credential_name
@@ -26,6 +27,7 @@ GIT_TIMEOUT = 30.0
 # Git processes running at once: a folder of fifty repositories reads their
 # histories a few at a time, not all together.
 _GIT_SLOTS = threading.BoundedSemaphore(4)
+T = TypeVar("T")
 _HASH = re.compile(r"[0-9a-f]{40}(?:[0-9a-f]{24})?")
 
 
@@ -129,12 +131,12 @@ class _History:
         return self._commits(), self._lost()
 
 
-def _in_background(function: Callable, *args: object) -> Callable[[], object]:
+def _in_background(function: Callable[..., T], *args: object) -> Callable[[], T | None]:
     """Start ``function(*args)`` in a daemon thread; the returned callable waits for its value.
 
     The value is None when the function raised: for git that means "could not tell".
     """
-    box: list[object] = [None]
+    box: list[T | None] = [None]
 
     def run() -> None:
         try:
@@ -149,7 +151,7 @@ def _in_background(function: Callable, *args: object) -> Callable[[], object]:
         run()
         return lambda: box[0]
 
-    def wait() -> object:
+    def wait() -> T | None:
         thread.join()
         return box[0]
 
@@ -272,12 +274,12 @@ def _missing_from_head(common: str, names: list[str]) -> list[str] | None:
     present = _head_check(common, names)
     if present is None:
         return names if names else []
-    return [n for n, here in zip(names, present) if not here]
+    return [n for n, here in zip(names, present, strict=True) if not here]
 
 
 def _present_in_head(common: str, names: list[str]) -> list[str] | None:
     present = _head_check(common, names)
-    return None if present is None else [n for n, here in zip(names, present) if here]
+    return None if present is None else [n for n, here in zip(names, present, strict=True) if here]
 
 
 def _is_sensitive_name(relative: str) -> bool:

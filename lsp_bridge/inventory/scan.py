@@ -20,8 +20,8 @@ import os
 import re
 import stat
 import threading
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Callable, Iterable, Sequence
 
 from lsp_bridge.core.paths import is_within
 from lsp_bridge.inventory.ci import read_identities
@@ -533,10 +533,7 @@ def _worth_a_look(listing: str) -> bool:
     """Whether a NUL-joined listing may hold an interesting name (a fast, loose test)."""
     if _DOTTED_HINT(listing):
         return True
-    for start in _DOTLESS_HINTS:
-        if start in listing:
-            return True
-    return False
+    return any(start in listing for start in _DOTLESS_HINTS)
 
 
 def _stat_key(path: str) -> tuple[int, int]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 import re
-from typing import Iterable
+from collections.abc import Iterable
 
 LIST_LIMIT = 8
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")

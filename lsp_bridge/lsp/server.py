@@ -13,7 +13,7 @@ import logging
 import os
 import time
 import uuid
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lsprotocol import types
 from pygls.lsp.server import LanguageServer
@@ -22,6 +22,12 @@ from pygls.uris import from_fs_path, to_fs_path
 
 from lsp_bridge import __version__
 from lsp_bridge.approvals.chain import ask_person, param
+
+if TYPE_CHECKING:  # imported lazily at run time (start-up speed)
+    from lsp_bridge.approvals.tray_link import TrayLink
+    from lsp_bridge.inventory.scan import InventoryCache
+    from lsp_bridge.lsp.tracker import RootTracker
+    from lsp_bridge.lsp.watch import Watcher
 
 log = logging.getLogger("rootguard.lsp")
 
@@ -59,17 +65,17 @@ class RootGuardServer(LanguageServer):
             text_document_sync_kind=types.TextDocumentSyncKind.Full,
             protocol_cls=RootGuardProtocol,
         )
-        self._tracker = None
+        self._tracker: RootTracker | None = None
         self.folders: list[str] = []
         self.session_grants: set[tuple[str, str]] = set()
-        self._inventory_cache = None
-        self._watcher = None
+        self._inventory_cache: InventoryCache | None = None
+        self._watcher: Watcher | None = None
         self._published: set[str] = set()
         self._inventory_task: asyncio.Future | None = None
-        self._tray = None
+        self._tray: TrayLink | None = None
 
     @property
-    def tracker(self):
+    def tracker(self) -> RootTracker:
         """The window's domain state, built on first use (keeps start-up fast)."""
         if self._tracker is None:
             from lsp_bridge.lsp.tracker import RootTracker
@@ -139,10 +145,11 @@ class RootGuardServer(LanguageServer):
 
         if self._inventory_cache is None:
             self._inventory_cache = InventoryCache()
+        cache = self._inventory_cache
         if warn:
             # A new widening: count afresh. Watches are shallow (watch.py), so
             # only file events between widenings are applied incrementally.
-            self._inventory_cache.invalidate()
+            cache.invalidate()
         reference, current = self.tracker.inventory_span()
         progress = await self._progress_begin("Root Guard: measuring what the new root hands over")
         loop = asyncio.get_running_loop()
@@ -154,7 +161,7 @@ class RootGuardServer(LanguageServer):
         started = time.perf_counter()
         try:
             report = await loop.run_in_executor(
-                None, lambda: self._inventory_cache.report(reference, current, progress=report_progress)
+                None, lambda: cache.report(reference, current, progress=report_progress)
             )
             log.info("inventory of %s took %.0f ms", ", ".join(current), (time.perf_counter() - started) * 1000)
         except Exception as err:  # never let a scan error hide the warning
@@ -229,9 +236,9 @@ class RootGuardServer(LanguageServer):
         session = self.tracker.session
         plan = plan_watches(
             config_files=session.config_files(),
-            folders=session.scope.folders,
+            folders=self.tracker.scope.folders,
             common_dirs=self.tracker.common_dirs(),
-            union=session.scope.union.paths,
+            union=self.tracker.scope.union.paths,
         )
         self._watcher.apply(plan)
 
@@ -241,7 +248,8 @@ class RootGuardServer(LanguageServer):
 
         log.debug("file events: %s", sorted(batch)[:20])
         config_files = self.tracker.session.config_files()
-        unwatched = [f for f in config_files if os.path.dirname(f) not in self._watcher.watched]
+        watched = self._watcher.watched if self._watcher is not None else set()
+        unwatched = [f for f in config_files if os.path.dirname(f) not in watched]
         structural = any(
             p in config_files
             or is_on_config_path(p, unwatched)  # e.g. the user config directory was just made
@@ -268,11 +276,19 @@ class RootGuardServer(LanguageServer):
 server = RootGuardServer()
 
 
+def _fs_path(uri: str) -> str:
+    """The path of a ``file:`` URI (callers check the scheme; pygls answers None for any other)."""
+    path = to_fs_path(uri)
+    if path is None:
+        raise ValueError(f"not a file: URI: {uri!r}")
+    return path
+
+
 def _folders_from_initialize(params: types.InitializeParams) -> list[str]:
     if params.workspace_folders:
-        return [to_fs_path(f.uri) for f in params.workspace_folders if f.uri.startswith("file:")]
+        return [_fs_path(f.uri) for f in params.workspace_folders if f.uri.startswith("file:")]
     if params.root_uri and params.root_uri.startswith("file:"):
-        return [to_fs_path(params.root_uri)]
+        return [_fs_path(params.root_uri)]
     return []  # no folder: no root, never the server's working directory
 
 
@@ -305,7 +321,8 @@ def _warm_up_inventory() -> None:
 async def on_folders_changed(ls: RootGuardServer, params: types.DidChangeWorkspaceFoldersParams) -> None:
     removed = {to_fs_path(f.uri) for f in params.event.removed}
     folders = [f for f in ls.folders if f not in removed]
-    folders += [to_fs_path(f.uri) for f in params.event.added if to_fs_path(f.uri) not in folders]
+    added = [_fs_path(f.uri) for f in params.event.added if f.uri.startswith("file:")]  # as at initialize
+    folders += [path for path in added if path not in folders]
     ls.folders = folders
     ls.apply_change(ls.tracker.set_folders(folders))
 
@@ -323,7 +340,7 @@ def on_shutdown(ls: RootGuardServer, *args) -> None:
 def _is_config_document(ls: RootGuardServer, uri: str) -> bool:
     if not uri.startswith("file:"):
         return False
-    path = to_fs_path(uri)
+    path = _fs_path(uri)
     return os.path.basename(path) in CONFIG_NAMES or path == ls.tracker.user_config_path()
 
 
@@ -333,7 +350,7 @@ def _publish_buffer(ls: RootGuardServer, uri: str) -> None:
     if not _is_config_document(ls, uri):
         return
     doc = ls.workspace.get_text_document(uri)
-    diags = buffer_diagnostics(ls.tracker, to_fs_path(uri), doc.source)
+    diags = buffer_diagnostics(ls.tracker, _fs_path(uri), doc.source)
     ls.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=uri, diagnostics=diags))
 
 
@@ -365,7 +382,7 @@ def on_code_action(ls: RootGuardServer, params: types.CodeActionParams):
     if not _is_config_document(ls, uri):
         return None
     doc = ls.workspace.get_text_document(uri)
-    edit = migrate_edit(uri, to_fs_path(uri), doc.source)
+    edit = migrate_edit(uri, _fs_path(uri), doc.source)
     if edit is None:
         return None
     related = [d for d in params.context.diagnostics if d.code == "deprecated-v1-boolean"]
@@ -386,6 +403,8 @@ async def migrate_command(ls: RootGuardServer, args: list[Any]):
 
     uri = args[0] if args else from_fs_path(ls.tracker.user_config_path())
     path = to_fs_path(uri)
+    if path is None:
+        return {"applied": False, "reason": f"not a file: URI: {uri}"}
     doc = ls.workspace.text_documents.get(uri)
     text = doc.source if doc is not None else _read(path)
     edit = migrate_edit(uri, path, text) if text is not None else None
@@ -414,16 +433,17 @@ def on_explain(ls: RootGuardServer, params: Any):
     op = param(params, "op")
     if not isinstance(raw, str) or not raw:
         return {"error": "explain needs a path"}
-    path = to_fs_path(raw) if raw.startswith("file:") else raw
+    path = _fs_path(raw) if raw.startswith("file:") else raw
     ops = [op] if op else ["read", "write", "delete"]
-    policy = ls.tracker.session.policy
+    policy = ls.tracker.policy
     try:
         decisions = [policy.decide(o, path) for o in ops]
     except PolicyInputError as err:
         return {"error": str(err)}
     return {
         "path": decisions[0].path,
-        "decisions": [{"op": o, "decision": d.decision, "rule": d.rule, "reason": d.reason} for o, d in zip(ops, decisions)],
+        "decisions": [{"op": o, "decision": d.decision, "rule": d.rule, "reason": d.reason}
+                      for o, d in zip(ops, decisions, strict=False)],
     }
 
 

@@ -25,16 +25,17 @@ import os
 import re
 import stat
 import time
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
-from typing import Any, Mapping, Sequence
+from datetime import UTC, datetime
+from typing import Any
 
-from lsp_bridge.mcp import safe_io
-from lsp_bridge.mcp.audit import AuditLog, now_text, root_digest
 from lsp_bridge.core.paths import canonical, is_within
-from lsp_bridge.core.policy import Decision, Target, oracle_inside
+from lsp_bridge.core.policy import Decision, Policy, Target, oracle_inside
 from lsp_bridge.core.resolver import Resolved, ResolveError, resolve, resolve_in_projects
 from lsp_bridge.core.session import Session, open_session
+from lsp_bridge.mcp import safe_io
+from lsp_bridge.mcp.audit import AuditLog, now_text, root_digest
 
 ERROR_CODES = (
     "absolute_path_denied", "path_outside_project", "unknown_project", "symlink_not_permitted",
@@ -232,12 +233,20 @@ class FileTools:
 
     # -- projects --------------------------------------------------------------
 
+    @property
+    def policy(self) -> Policy:
+        """The session's engine (built when the roots were set)."""
+        policy = self.session.policy
+        assert policy is not None  # Session.set_folders built it
+        return policy
+
     def _projects(self) -> list[Project]:
         worktrees = []
         scope = self.session.scope
         for wt in scope.worktrees if scope else ():
             path = os.path.realpath(wt.path)
-            if wt.mode != "ignore" and os.path.isdir(path) and scope.union.contains(path) and path not in self.roots:
+            if wt.mode != "ignore" and os.path.isdir(path) and scope is not None and scope.union.contains(path) \
+                    and path not in self.roots:
                 worktrees.append(path)
         ids = assign_project_ids([*self.roots, *dict.fromkeys(worktrees)], self._taken)
         return [Project(i, r, "root" if r in self.roots else "worktree") for i, r in ids.items()]
@@ -345,12 +354,13 @@ class FileTools:
 
     def _decide(self, access: Access) -> None:
         """Engine decisions for each need of one resolved target (plus session grants)."""
-        policy = self.session.policy
+        policy = self.policy
         try:
-            target = self._target(access.resolved)
+            target = self._target(_resolved(access.resolved))
             if access.needs == ("rename",):
-                whole = policy.decide_rename(target, self._target(access.dest))
+                whole = policy.decide_rename(target, self._target(_resolved(access.dest)))
                 source = policy.decide_target("delete", target)
+                assert whole.dest is not None  # a rename decision carries the destination's
                 access.pieces = [
                     Piece("delete", target.canonical, source, source.decision),
                     Piece("write", whole.dest.path, whole.dest, whole.dest.decision),
@@ -383,7 +393,7 @@ class FileTools:
         """The engine's view of a resolved path; links are listed only when one was met."""
         if not resolved.traversed_symlink:
             return Target(resolved.canonical)
-        target = self.session.policy.resolve(resolved.lexical)
+        target = self.policy.resolve(resolved.lexical)
         if target.canonical != resolved.canonical:
             raise _Changed(f"{resolved.relative} changed while it was being resolved; nothing was done")
         return target
@@ -406,7 +416,7 @@ class FileTools:
 
     def _span_conflict(self, accesses: list[Access]) -> str | None:
         paths = [p.path for a in accesses for p in a.pieces]
-        return self.session.policy.span_conflict(paths)  # the engine's own rule for multi-root calls
+        return self.policy.span_conflict(paths)  # the engine's own rule for multi-root calls
 
     # -- step 3: conclude ------------------------------------------------------
 
@@ -519,7 +529,7 @@ class FileTools:
             self.session.reload_configs()
 
     def _config_signature(self) -> tuple:
-        marks = []
+        marks: list[tuple[object, ...]] = []
         for path in self.session.config_files():
             try:
                 info = os.stat(path)
@@ -537,7 +547,7 @@ class FileTools:
             target = self._target(resolved)
         except (ResolveError, _Changed):
             return "deny", None
-        verdict = self.session.policy.decide_target(need, target).decision
+        verdict = self.policy.decide_target(need, target).decision
         if verdict == "request" and (need, target.canonical) in self.grants:
             verdict = "allow"
         return verdict, resolved
@@ -611,7 +621,8 @@ def _refuse_leaf_link(access: Access) -> None:
         if resolved is not None and resolved.relative and os.path.islink(resolved.lexical):
             access.resolved = None
             access.code = access.canonicalization = "symlink_not_permitted"
-            access.reason = f"{given!r} is a symbolic link; move_file, delete_file and apply_patch deletions act on regular files only"
+            access.reason = (f"{given!r} is a symbolic link; "
+                             "move_file, delete_file and apply_patch deletions act on regular files only")
             return
 
 
@@ -660,6 +671,12 @@ def _text_of(data: bytes) -> str | None:
         return None
 
 
+def _resolved(resolved: Resolved | None) -> Resolved:
+    """A decided access's resolved path: only resolved targets reach the I/O."""
+    assert resolved is not None  # an unresolved target is denied before any run_* call
+    return resolved
+
+
 def _read_text(tools: FileTools, resolved: Resolved) -> str:
     data = safe_io.read_file(resolved.root, _canonical_rel(resolved), limit=tools.limits.read_bytes)
     text = _text_of(data)
@@ -669,7 +686,7 @@ def _read_text(tools: FileTools, resolved: Resolved) -> str:
 
 
 def run_read_file(tools: FileTools, plan: Plan) -> dict:
-    resolved = plan.accesses[0].resolved
+    resolved = _resolved(plan.accesses[0].resolved)
     data = safe_io.read_file(resolved.root, _canonical_rel(resolved), limit=tools.limits.read_bytes)
     text = _text_of(data)
     return {"project_id": plan.project_id, "relative_path": resolved.relative, "size": len(data),
@@ -677,8 +694,9 @@ def run_read_file(tools: FileTools, plan: Plan) -> dict:
 
 
 def run_list_directory(tools: FileTools, plan: Plan) -> dict:
-    resolved = plan.accesses[0].resolved
-    entries, hidden, truncated = [], 0, False
+    resolved = _resolved(plan.accesses[0].resolved)
+    entries: list[dict[str, Any]] = []
+    hidden, truncated = 0, False
     for entry in safe_io.list_directory(resolved.root, _canonical_rel(resolved)):
         relative = f"{resolved.relative}/{entry.name}" if resolved.relative else entry.name
         verdict, _ = tools.peek(resolved.root, relative)
@@ -688,7 +706,7 @@ def run_list_directory(tools: FileTools, plan: Plan) -> dict:
         if len(entries) >= tools.limits.list_entries:
             truncated = True
             break
-        item = {"name": entry.name, "type": entry.kind, "relative_path": _encode(relative)}
+        item: dict[str, Any] = {"name": entry.name, "type": entry.kind, "relative_path": _encode(relative)}
         if verdict == "request":
             item["needs_approval"] = True
         entries.append(item)
@@ -697,7 +715,7 @@ def run_list_directory(tools: FileTools, plan: Plan) -> dict:
 
 
 def run_search_files(tools: FileTools, plan: Plan) -> dict:
-    resolved = plan.accesses[0].resolved
+    resolved = _resolved(plan.accesses[0].resolved)
     args = plan.args
     pattern = args.get("pattern") or "*"
     query = args.get("query") or None
@@ -724,7 +742,7 @@ def run_search_files(tools: FileTools, plan: Plan) -> dict:
         elif query is None:
             found.append({"relative_path": _encode(path)})
         else:
-            found.extend(_grep(tools, target, path, query, fold, most - len(found), counts))
+            found.extend(_grep(tools, _resolved(target), path, query, fold, most - len(found), counts))
         if len(found) >= most:
             truncated = True
             found = found[:most]
@@ -763,18 +781,18 @@ def _grep(tools: FileTools, target: Resolved, shown: str, query: str, fold: bool
 
 
 def run_get_file_info(tools: FileTools, plan: Plan) -> dict:
-    resolved = plan.accesses[0].resolved
+    resolved = _resolved(plan.accesses[0].resolved)
     info = safe_io.file_info(resolved.root, _canonical_rel(resolved))
     kind = ("directory" if stat.S_ISDIR(info.st_mode) else "file" if stat.S_ISREG(info.st_mode)
             else "symlink" if stat.S_ISLNK(info.st_mode) else "other")
-    modified = datetime.fromtimestamp(info.st_mtime, timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z")
+    modified = datetime.fromtimestamp(info.st_mtime, UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
     return {"project_id": plan.project_id, "relative_path": resolved.relative, "type": kind, "size": info.st_size,
             "modified": modified, "permissions": oct(stat.S_IMODE(info.st_mode)),
             "through_symlink": resolved.traversed_symlink, "canonical_relative_path": _encode(_canonical_rel(resolved))}
 
 
 def run_write_file(tools: FileTools, plan: Plan) -> dict:
-    resolved = plan.accesses[0].resolved
+    resolved = _resolved(plan.accesses[0].resolved)
     data = plan.args["content"].encode("utf-8")
     created = safe_io.write_file(resolved.root, _canonical_rel(resolved), data)
     return {"project_id": plan.project_id, "relative_path": resolved.relative, "created": created, "size": len(data)}
@@ -798,7 +816,7 @@ def unified_diff(before: str, after: str, shown: str) -> str:
 
 
 def run_edit_file(tools: FileTools, plan: Plan) -> dict:
-    resolved = plan.accesses[0].resolved
+    resolved = _resolved(plan.accesses[0].resolved)
     before = _read_text(tools, resolved)
     after = apply_edits(before, plan.args["edits"], resolved.relative)
     dry_run = plan.args.get("dry_run", False)
@@ -810,13 +828,13 @@ def run_edit_file(tools: FileTools, plan: Plan) -> dict:
 
 def run_move_file(tools: FileTools, plan: Plan) -> dict:
     access = plan.accesses[0]
-    src, dst = access.resolved, access.dest
+    src, dst = _resolved(access.resolved), _resolved(access.dest)
     safe_io.move_file(src.root, _canonical_rel(src), dst.root, _canonical_rel(dst))
     return {"project_id": plan.project_id, "source": src.relative, "destination": dst.relative}
 
 
 def run_delete_file(tools: FileTools, plan: Plan) -> dict:
-    resolved = plan.accesses[0].resolved
+    resolved = _resolved(plan.accesses[0].resolved)
     safe_io.delete_file(resolved.root, _canonical_rel(resolved))
     return {"project_id": plan.project_id, "relative_path": resolved.relative, "deleted": True}
 
@@ -824,8 +842,8 @@ def run_delete_file(tools: FileTools, plan: Plan) -> dict:
 def run_apply_patch(tools: FileTools, plan: Plan) -> dict:
     """Every change is prepared (read, matched) before the first write; then applied in order."""
     prepared = []
-    for change, access in zip(plan.args["changes"], plan.accesses):
-        resolved = access.resolved
+    for change, access in zip(plan.args["changes"], plan.accesses, strict=False):
+        resolved = _resolved(access.resolved)
         try:
             prepared.append(_prepare_change(tools, change, resolved))
         except safe_io.SafeIOError as err:

@@ -31,8 +31,9 @@ import sys
 import time
 import uuid
 import warnings
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
+from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlparse
 
 import anyio
@@ -44,9 +45,14 @@ from mcp.shared.message import ServerMessageMetadata
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from lsp_bridge import __version__ as VERSION
+from lsp_bridge.core.paths import canonical, is_within
 from lsp_bridge.mcp.audit import AuditLog
 from lsp_bridge.mcp.file_tools import Caller, FileTools, Limits, ToolError
-from lsp_bridge.core.paths import canonical, is_within
+
+if TYPE_CHECKING:  # imported lazily at run time
+    import anyio.abc
+
+    from lsp_bridge.approvals.client import TrayClient
 
 log = logging.getLogger("rootguard.mcp")
 
@@ -113,11 +119,11 @@ class GuardedServer:
         self.roots_state = "unknown"  # unknown | fresh | stale (client roots)
         self.tray_socket = tray_socket
         self.use_tray = use_tray
-        self.tray = None
+        self.tray: TrayClient | None = None
         self.exit_code = 0
         self._pending: dict[str, _Pending] = {}
         self._lock = anyio.Lock()
-        self._task_group = None
+        self._task_group: anyio.abc.TaskGroup | None = None
         self.server = self._server()
 
     # -- wiring ------------------------------------------------------------------
@@ -138,12 +144,11 @@ class GuardedServer:
         """Serve stdin/stdout until the client goes away (or the start is refused)."""
         await self._start_tray()
         try:
-            async with stdio_server() as (read, write):
-                async with anyio.create_task_group() as group:
-                    self._task_group = group
-                    options = self.server.create_initialization_options(NotificationOptions(tools_changed=True))
-                    await self.server.run(read, write, options)
-                    group.cancel_scope.cancel()
+            async with stdio_server() as (read, write), anyio.create_task_group() as group:
+                self._task_group = group
+                options = self.server.create_initialization_options(NotificationOptions(tools_changed=True))
+                await self.server.run(read, write, options)
+                group.cancel_scope.cancel()
         finally:
             if self.tray is not None:
                 await self.tray.close()
@@ -302,8 +307,11 @@ class GuardedServer:
         from lsp_bridge.approvals.client import Target
 
         targets = [Target(t["path"], t["relative"], t["root"], t["need"]) for t in plan.approval_targets()]
+        tray = self.tray
         try:
-            decision = await self.tray.request_access(
+            if tray is None:
+                raise ConnectionError("no tray connection")
+            decision = await tray.request_access(
                 plan.tool, plan.operation, targets, rule=plan.rule, reason=plan.reason,
                 timeout=timeout, timeout_seconds=timeout,
             )
@@ -357,8 +365,9 @@ class GuardedServer:
         try:
             from lsp_bridge.approvals.client import TrayClient
 
-            self.tray = TrayClient(self.session_id, "rootguard mcp", self.tools.roots, socket=self.tray_socket)
-            await self.tray.start()
+            tray = TrayClient(self.session_id, "rootguard mcp", self.tools.roots, socket=self.tray_socket)
+            self.tray = tray
+            await tray.start()
             await self._publish()
         except Exception as exc:  # noqa: BLE001 - no tray is a normal condition
             log.info("no tray: %s", exc)
@@ -454,7 +463,7 @@ def _error(err: ToolError) -> types.CallToolResult:
 
 
 def tool_definitions(project_ids: Sequence[str]) -> list[types.Tool]:
-    project = {"type": "string", "description": "A project id from list_projects."}
+    project: dict[str, Any] = {"type": "string", "description": "A project id from list_projects."}
     if project_ids:
         project["enum"] = list(project_ids)
     path = {

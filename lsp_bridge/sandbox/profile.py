@@ -310,10 +310,13 @@ class _Builder:
             self.add_toolchain()
         self.add_candidates()
         interpreter, shim = self.shim() if self.landlock else (None, None)
-        ops = sorted(self.ops, key=lambda op: depth(op.target))  # stable: parents before children
+        ops = sorted(self.ops, key=lambda op: depth(op.target))
         ro, rw = self.landlock_lists(ops, interpreter)
+        # Parents before children (a stable sort: the system part first at equal depth), so a
+        # union entry at / or /tmp (version 1 meanings) goes under /proc, /dev and the masks.
+        ordered = sorted(self.system + ops, key=lambda op: depth(op.target))
         return Profile(
-            ops=tuple(self.system + ops),
+            ops=tuple(ordered),
             chdir=self.chdir(),
             hidden=tuple(self.hidden),
             unenforceable=tuple(self.unenforceable),

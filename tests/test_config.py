@@ -302,7 +302,7 @@ FILE = "/project/.rootguard.toml"
         ),
         (
             'version = 2\n[[paths]]\nid = "a"\npath = "."\nexcludes = [\n  ".env*",\n  "src\\\\",\n]\n',
-            "7:3: error: `paths[0].excludes[1]` is not a valid glob ('src\\\\'): Invalid git pattern: 'src\\\\' [bad-glob]",
+            "7:3: error: `paths[0].excludes[1]` is not a valid glob ('src\\\\'): backslash escapes are not supported [bad-glob]",
         ),
         (
             'version = 2\n[[paths]]\nid = "a"\npath = "."\nincludes = ["!secret"]\n',

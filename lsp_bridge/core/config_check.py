@@ -35,11 +35,11 @@ from lsp_bridge.core.toml_positions import (
 MAX_APPROVAL_TIMEOUT = 3600
 
 
-V1_SAFETY_DEFAULTS: Mapping[str, bool] = {
+V1_SAFETY_DEFAULTS: Mapping[str, bool] = {  # ast-mcp's meanings: links and external roots are opt-in
     "allow_any_path": False,
     "allow_external_roots": False,
     "allow_temp_directory": True,
-    "follow_symlinks": True,
+    "follow_symlinks": False,
 }
 V2_SAFETY_VALUES: Mapping[str, bool] = {
     "allow_any_path": False,

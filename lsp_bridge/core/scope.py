@@ -157,7 +157,7 @@ def _base_candidates(
     elif config.roots_source == "project":
         cands = []
         for root in config.roots:
-            if folder_union.contains(root) or (config.allow_external_roots and config.version == 1):
+            if folder_union.contains(root):
                 cands.append(Candidate(root, "config", f"workspace.roots in {config.project_file}"))
             else:
                 diagnostics.append(
@@ -172,7 +172,17 @@ def _base_candidates(
     else:
         origin = "environment" if config.roots_source == "environment" else "config"
         where = "ROOTGUARD_ROOTS" if origin == "environment" else f"workspace.roots in {config.user_file}"
-        cands = [Candidate(root, origin, where) for root in config.roots]
+        cands = []
+        for root in config.roots:
+            if config.version == 1 and not config.allow_external_roots and not folder_union.contains(root):
+                diagnostics.append(Diagnostic(
+                    "warning", "external-root-v1",
+                    f"{where} names {root}, outside the editor's folders; version 1 needs "
+                    "[safety] allow_external_roots = true for that, so it is ignored",
+                    config.user_file if origin == "config" else None,
+                ))
+                continue
+            cands.append(Candidate(root, origin, where))
     if config.safety_source != "project":
         cands += _v1_widening(config, diagnostics)
     return cands

@@ -27,6 +27,7 @@ class Session:
     env: Mapping[str, str] = field(default_factory=lambda: os.environ)
     folders: tuple[str, ...] = ()
     _keepers: dict[str, ConfigKeeper] = field(default_factory=dict)
+    _extra: dict[str, ConfigKeeper] = field(default_factory=dict)  # roots that are not folders
     scope: Scope | None = None
     policy: Policy | None = None
 
@@ -36,7 +37,7 @@ class Session:
         self.rebuild()
 
     def reload_configs(self) -> list[Diagnostic]:
-        for keeper in self._keepers.values():
+        for keeper in [*self._keepers.values(), *self._extra.values()]:
             keeper.reload()
         self.rebuild()
         return self.config_diagnostics()
@@ -46,7 +47,7 @@ class Session:
 
     def config_diagnostics(self) -> list[Diagnostic]:
         seen: list[Diagnostic] = []
-        for keeper in self._keepers.values():
+        for keeper in [*self._keepers.values(), *self._extra.values()]:
             for diag in keeper.diagnostics:
                 if diag not in seen:
                     seen.append(diag)
@@ -55,7 +56,7 @@ class Session:
     def config_files(self) -> list[str]:
         """Every path where a configuration file is or would become active."""
         files: list[str] = []
-        for folder in self.folders or (None,):
+        for folder in [*self.folders, *self._extra] or [None]:
             for f in config_candidates(_config_root(folder) if folder else None, self.env):
                 if f not in files:
                     files.append(f)
@@ -65,7 +66,24 @@ class Session:
         configs = self.configs() or [("/", DENY_ALL)]
         first = configs[0][1]
         self.scope = build_scope(self.folders, first)
-        self.policy = Policy(self.scope, configs)
+        self.policy = Policy(self.scope, configs + self._root_configs())
+
+    def _root_configs(self) -> list[tuple[str, Config]]:
+        """Every root loads its own configuration, wherever it came from (ROOTGUARD_ROOTS,
+        workspace.roots): a root that is not an editor folder gets its own keeper."""
+        found: list[tuple[str, Config]] = []
+        wanted = set()
+        for entry in self.scope.union.entries if self.scope else ():
+            if entry.origin not in ("config", "environment") or entry.path in self.folders:
+                continue
+            wanted.add(entry.path)
+            keeper = self._extra.get(entry.path)
+            if keeper is None:
+                keeper = self._extra[entry.path] = ConfigKeeper(_config_root(entry.path), self.env)
+            found.append((entry.path, keeper.current))
+        for gone in set(self._extra) - wanted:
+            del self._extra[gone]
+        return found
 
     @property
     def diagnostics(self) -> list[Diagnostic]:

@@ -18,12 +18,12 @@ No MCP import here: ``mcp_server`` is a thin front end over this module.
 from __future__ import annotations
 
 import difflib
-import fnmatch
 import hashlib
 import json
 import os
 import re
 import stat
+import threading
 import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -31,8 +31,9 @@ from typing import Any, Mapping, Sequence
 
 from lsp_bridge.mcp import safe_io
 from lsp_bridge.mcp.audit import AuditLog, now_text, root_digest
+from lsp_bridge.core.globs import GlobError, GlobSet
 from lsp_bridge.core.paths import canonical, is_within
-from lsp_bridge.core.policy import Decision, Target, oracle_inside
+from lsp_bridge.core.policy import Decision, Target, inspect, oracle_inside
 from lsp_bridge.core.resolver import Resolved, ResolveError, resolve, resolve_in_projects
 from lsp_bridge.core.session import Session, open_session
 
@@ -42,6 +43,7 @@ ERROR_CODES = (
     "policy_denied", "batch_rejected", "path_changed", "invalid_arguments", "unknown_tool",
     "not_found", "already_exists", "is_a_directory", "not_a_directory", "file_too_large",
     "binary_file", "edit_not_found", "edit_ambiguous", "io_error", "audit_unavailable", "workspace_changed",
+    "internal_error",
 )
 ALLOWING = ("allow_once", "allow_session", "always")
 APPROVAL_CODES = {"deny": "approval_denied", "timeout": "approval_timeout", "no_approver": "no_approver"}
@@ -101,6 +103,7 @@ class Limits:
     search_results: int = 50
     search_results_max: int = 500
     search_files: int = 20000
+    write_bytes: int = 16 * 1024 * 1024  # largest file write_file, edit_file and apply_patch write
 
 
 @dataclass(frozen=True)
@@ -227,6 +230,7 @@ class FileTools:
         self._taken = taken_ids if taken_ids is not None else {}
         self.projects = self._projects()
         self._project_roots = {p.id: p.root for p in self.projects}
+        self._lock = threading.RLock()  # decisions, grants and reloads; the I/O runs outside it
         self._config_mark = self._config_signature()
         self._config_checked = time.monotonic()
 
@@ -257,6 +261,23 @@ class FileTools:
 
     def plan(self, tool: str, args: Any, caller: Caller = Caller()) -> Plan:
         """Resolve and decide every target of the call; nothing is read or written yet."""
+        with self._lock:
+            return self._plan(tool, args, caller)
+
+    def failure(self, tool: str, args: Any, caller: Caller, exc: BaseException) -> ToolError:
+        """An unexpected failure: a coded error with its audit line, never a bare traceback."""
+        args = dict(args) if isinstance(args, dict) else {}
+        cid = os.urandom(16).hex()
+        given = args.get("relative_path", args.get("source"))
+        access = Access(given, (), code="internal_error", reason=type(exc).__name__)
+        plan = Plan(tool, args, caller, cid, args.get("project_id"), [access], "deny",
+                    f"the call failed unexpectedly ({type(exc).__name__}); nothing more was done", "internal_error")
+        try:
+            return self.reject(plan, "internal_error", plan.reason)
+        except ToolError as err:
+            return err
+
+    def _plan(self, tool: str, args: Any, caller: Caller) -> Plan:
         cid = os.urandom(16).hex()
         self._maybe_reload()
         args = dict(args) if isinstance(args, dict) else {}
@@ -310,6 +331,8 @@ class FileTools:
         accesses = []
         for index, change in enumerate(changes):
             kind = _change_kind(change, index)
+            if kind == "content":
+                _check_size(len(change["content"].encode("utf-8", "surrogatepass")), change["relative_path"], self.limits)
             needs = {"edits": ("read", "write"), "content": ("write",), "delete": ("delete",)}[kind]
             access = self._resolve(pid, change["relative_path"], needs, for_read=False)
             if kind == "delete":
@@ -349,14 +372,12 @@ class FileTools:
         try:
             target = self._target(access.resolved)
             if access.needs == ("rename",):
-                whole = policy.decide_rename(target, self._target(access.dest))
-                source = policy.decide_target("delete", target)
-                access.pieces = [
-                    Piece("delete", target.canonical, source, source.decision),
-                    Piece("write", whole.dest.path, whole.dest, whole.dest.decision),
-                ]
-                if whole.decision == "deny" and "deny" not in (source.decision, whole.dest.decision):
-                    access.pieces[0] = Piece("delete", target.canonical, whole, "deny")  # spans differing roots
+                dest = self._target(access.dest)
+                access.pieces = [Piece(need, d.path, d, d.decision) for need, d in policy.rename_parts(target, dest)]
+                conflict = policy.rename_conflict(target, dest)
+                if conflict:  # spans differing roots (or version 1 across roots)
+                    whole = policy.decide_rename(target, dest)
+                    access.pieces[0] = Piece("delete", target.canonical, whole, "deny")
             else:
                 access.pieces = [
                     Piece(need, target.canonical, d, d.decision)
@@ -382,7 +403,8 @@ class FileTools:
     def _target(self, resolved: Resolved) -> Target:
         """The engine's view of a resolved path; links are listed only when one was met."""
         if not resolved.traversed_symlink:
-            return Target(resolved.canonical)
+            inode, nlink = inspect(resolved.canonical)
+            return Target(resolved.canonical, inode=inode, nlink=nlink)
         target = self.session.policy.resolve(resolved.lexical)
         if target.canonical != resolved.canonical:
             raise _Changed(f"{resolved.relative} changed while it was being resolved; nothing was done")
@@ -416,24 +438,30 @@ class FileTools:
         ``approval`` is the approver's answer for a ``request`` plan: ``allow_once``,
         ``allow_session``, ``always``, ``deny``, ``timeout`` or ``no_approver``.
         """
-        if plan.verdict == "deny":
-            raise self.reject(plan, plan.code or "policy_denied", plan.reason)
-        if plan.verdict == "request":
-            if approval not in ALLOWING:
-                code = APPROVAL_CODES.get(approval or "no_approver", "approval_denied")
-                raise self.reject(plan, code, _refusal_text(code, approver, plan.reason), approval, approver)
-            self._apply_approval(plan, approval)
-            self._log(plan, "allow", None, f"{approval} by {approver or 'the approver'} ({plan.reason})",
-                      approval=approval, approver=approver)
-        else:
-            self._log(plan, "allow", None, plan.reason)
+        with self._lock:
+            if plan.verdict == "deny":
+                raise self.reject(plan, plan.code or "policy_denied", plan.reason)
+            if plan.verdict == "request":
+                if approval not in ALLOWING:
+                    code = APPROVAL_CODES.get(approval or "no_approver", "approval_denied")
+                    raise self.reject(plan, code, _refusal_text(code, approver, plan.reason), approval, approver)
+                self._apply_approval(plan, approval)
+                self._log(plan, "allow", None, f"{approval} by {approver or 'the approver'} ({plan.reason})",
+                          approval=approval, approver=approver)
+            else:
+                self._log(plan, "allow", None, plan.reason)
         try:
             result = _RUNNERS[plan.tool](self, plan)
-        except safe_io.SafeIOError as err:
-            raise ToolError(err.code, err.message, plan.correlation_id) from None
+        except safe_io.SafeIOError as err:  # the allow line is written; the code says what failed
+            raise ToolError(err.code, self.shown(err.message), plan.correlation_id) from None
         except ToolError as err:
             err.correlation_id = plan.correlation_id
+            err.message = self.shown(err.message)
             raise
+        except OSError as err:  # a race the safe I/O did not name: still a coded, audited error
+            self._log_failure(plan, "io_error", str(err))
+            raise ToolError("io_error", self.shown(f"{err.strerror or err}; the operation failed"),
+                            plan.correlation_id) from None
         result["correlation_id"] = plan.correlation_id
         return result
 
@@ -441,7 +469,24 @@ class FileTools:
                approver: str | None = None) -> ToolError:
         """Log a refusal of ``plan`` and return the error to raise."""
         self._log(plan, "deny", code, reason, approval=approval, approver=approver)
-        return ToolError(code, reason, plan.correlation_id)
+        return ToolError(code, self.shown(reason), plan.correlation_id)
+
+    def _log_failure(self, plan: Plan, code: str, reason: str) -> None:
+        """An allowed call that failed while doing its I/O: one more audit line saying so."""
+        try:
+            self._log(plan, "error", code, reason)
+        except ToolError:
+            pass
+
+    def shown(self, text: str) -> str:
+        """A message for the agent: paths relative to the project, never absolute host paths."""
+        text = str(text)
+        for pid, root in sorted(self._project_roots.items(), key=lambda item: -len(item[1])):
+            text = text.replace(root + os.sep, "").replace(root, ".")
+        home = os.path.expanduser("~")
+        if home and home != os.sep:
+            text = text.replace(home + os.sep, "~/")
+        return re.sub(r"(?<![\w.~])/(?:[^\s'\"(),;:]+/)*[^\s'\"(),;:]*", "<outside the project>", text)
 
     def _apply_approval(self, plan: Plan, approval: str) -> None:
         if approval == "allow_session":
@@ -469,7 +514,8 @@ class FileTools:
             raise ToolError("audit_unavailable", f"{err}; nothing was done", plan.correlation_id) from None
 
     def _record(self, plan, access: Access, decision, code, reason, approval, approver) -> dict:
-        root = access.resolved.root if access.resolved else self._project_roots.get(plan.project_id)
+        pid = plan.project_id if isinstance(plan.project_id, str) else None
+        root = access.resolved.root if access.resolved else self._project_roots.get(pid) if pid else None
         record = {
             "time": now_text(),
             "client": plan.caller.client,
@@ -556,9 +602,16 @@ def _require_str(args: dict, name: str) -> None:
         raise ToolError("invalid_arguments", f"{name} must be a string")
 
 
+def _check_size(data_len: int, shown: Any, limits: Limits) -> None:
+    if data_len > limits.write_bytes:
+        raise ToolError("file_too_large", f"{shown!r}: {data_len} bytes is more than the write limit of "
+                                          f"{limits.write_bytes} bytes; nothing was written")
+
+
 def _check_tool_args(tool: str, args: dict, limits: Limits) -> None:
     if tool == "write_file":
         _require_str(args, "content")
+        _check_size(len(args["content"].encode("utf-8", "surrogatepass")), args.get("relative_path"), limits)
     elif tool == "edit_file":
         _check_edits(args.get("edits"), "edits")
         if not isinstance(args.get("dry_run", False), bool):
@@ -704,18 +757,25 @@ def run_search_files(tools: FileTools, plan: Plan) -> dict:
     fold = not args.get("case_sensitive", False)
     most = args.get("max_results", tools.limits.search_results)
     start = _canonical_rel(resolved)
+    if ".git" in start.split("/") or ".git" in resolved.relative.split("/"):
+        raise ToolError("invalid_arguments", "search_files never searches inside .git")
+    try:
+        matcher = GlobSet([pattern.lower() if fold else pattern])
+    except GlobError as err:
+        raise ToolError("invalid_arguments", f"pattern {pattern!r} is not a valid glob: {err}") from None
     if not stat.S_ISDIR(safe_io.file_info(resolved.root, start).st_mode):
         raise ToolError("not_a_directory", f"{resolved.relative} is not a directory; search_files searches below one")
     found: list[dict] = []
-    counts = {"scanned": 0, "hidden": 0, "needs_approval": 0, "binary_skipped": 0}
+    counts = {"needs_approval": 0, "binary_skipped": 0}  # nothing counted about names it may not show
     truncated = False
+    scanned = 0
     for path in safe_io.walk_files(resolved.root, start, skip_dirs=SKIP_DIRS, limit=tools.limits.search_files):
-        counts["scanned"] += 1
-        if not _glob_match(path, start, pattern, fold):
+        scanned += 1
+        below = path[len(start) + 1:] if start else path
+        if not matcher.matches(below.lower() if fold else below):
             continue
         verdict, target = tools.peek(resolved.root, path)
         if verdict == "deny":
-            counts["hidden"] += 1
             continue
         if verdict == "request":
             counts["needs_approval"] += 1
@@ -730,17 +790,9 @@ def run_search_files(tools: FileTools, plan: Plan) -> dict:
             found = found[:most]
             break
     else:
-        truncated = counts["scanned"] >= tools.limits.search_files
+        truncated = scanned >= tools.limits.search_files
     return {"project_id": plan.project_id, "relative_path": resolved.relative, "pattern": pattern,
             "matches": found, "truncated": truncated, **counts}
-
-
-def _glob_match(path: str, start: str, pattern: str, fold: bool) -> bool:
-    below = path[len(start) + 1:] if start else path
-    subject = below if "/" in pattern else below.rsplit("/", 1)[-1]
-    if fold:
-        return fnmatch.fnmatchcase(subject.lower(), pattern.lower())
-    return fnmatch.fnmatchcase(subject, pattern)
 
 
 def _grep(tools: FileTools, target: Resolved, shown: str, query: str, fold: bool, room: int, counts: dict) -> list[dict]:
@@ -801,6 +853,7 @@ def run_edit_file(tools: FileTools, plan: Plan) -> dict:
     resolved = plan.accesses[0].resolved
     before = _read_text(tools, resolved)
     after = apply_edits(before, plan.args["edits"], resolved.relative)
+    _check_size(len(after.encode("utf-8")), resolved.relative, tools.limits)
     dry_run = plan.args.get("dry_run", False)
     if not dry_run:
         safe_io.write_file(resolved.root, _canonical_rel(resolved), after.encode("utf-8"))
@@ -858,6 +911,7 @@ def _prepare_change(tools: FileTools, change: dict, resolved: Resolved):
         return resolved, "written", change["content"].encode("utf-8"), None
     before = _read_text(tools, resolved)
     after = apply_edits(before, change["edits"], resolved.relative)
+    _check_size(len(after.encode("utf-8")), resolved.relative, tools.limits)
     return resolved, "edited", after.encode("utf-8"), unified_diff(before, after, resolved.relative)
 
 

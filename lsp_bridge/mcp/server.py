@@ -172,20 +172,25 @@ class GuardedServer:
         if params.name == "list_projects":
             return _ok(self.tools.list_projects())
         tools = self.tools
-        plan = tools.plan(params.name, params.arguments or {}, self._caller(ctx))
-        approval = approver = None
-        if plan.verdict == "request":
-            answer = await self._approve(ctx, params, plan, state, modern)
-            if isinstance(answer, types.InputRequiredResult):
-                return answer
-            approval, approver = answer
+        caller = self._caller(ctx)
         try:
+            # Decisions and I/O run in worker threads: a long search or a big read never holds the other calls.
+            plan = await anyio.to_thread.run_sync(tools.plan, params.name, params.arguments or {}, caller)
+            approval = approver = None
+            if plan.verdict == "request":
+                answer = await self._approve(ctx, params, plan, state, modern)
+                if isinstance(answer, types.InputRequiredResult):
+                    return answer
+                approval, approver = answer
             if tools is not self.tools:
                 raise tools.reject(plan, "workspace_changed", "the workspace roots changed while this call waited "
                                    "for approval; call list_projects and try again", approval, approver)
-            return _ok(tools.conclude(plan, approval, approver))
+            return _ok(await anyio.to_thread.run_sync(tools.conclude, plan, approval, approver))
         except ToolError as err:
             return _error(err)
+        except Exception as exc:  # noqa: BLE001 - every failure is a coded error with an audit line
+            log.warning("%s failed unexpectedly: %s", params.name, type(exc).__name__)
+            return _error(tools.failure(params.name, params.arguments, caller, exc))
 
     async def _startup_guard(self, ctx, call_next):
         """With no --root, a client that offers no roots cannot be served: refuse to start."""
@@ -570,6 +575,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="also log what a plain roots-union check would have decided, and every disagreement")
     p.add_argument("--max-read-bytes", type=int, default=Limits.read_bytes, metavar="N",
                    help=f"largest file read_file returns (default {Limits.read_bytes})")
+    p.add_argument("--max-write-bytes", type=int, default=Limits.write_bytes, metavar="N",
+                   help=f"largest file write_file, edit_file and apply_patch write (default {Limits.write_bytes}, "
+                        "16 MiB); larger writes fail with file_too_large")
     p.add_argument("--tray-socket", metavar="PATH", help="the tray's socket (default: $ROOTGUARD_TRAY_SOCKET, "
                                                          "else the per-user socket)")
     p.add_argument("--no-tray", action="store_true", help="never ask the tray for approvals")
@@ -595,6 +603,8 @@ def main(argv: list[str] | None = None) -> int:
     roots, errors = check_roots(args.root)
     if args.max_read_bytes < 1:
         errors.append("--max-read-bytes must be at least 1")
+    if args.max_write_bytes < 1:
+        errors.append("--max-write-bytes must be at least 1")
     for error in errors:
         print(f"rootguard mcp: {error}", file=sys.stderr)
     if errors:
@@ -606,7 +616,7 @@ def main(argv: list[str] | None = None) -> int:
     server = GuardedServer(
         roots,
         mirror=args.mirror,
-        limits=Limits(read_bytes=args.max_read_bytes),
+        limits=Limits(read_bytes=args.max_read_bytes, write_bytes=args.max_write_bytes),
         tray_socket=args.tray_socket,
         use_tray=not args.no_tray,
     )

@@ -202,12 +202,39 @@ class ConfigKeeper:
         self._last = LoadResult(None)
         self.reload()
 
-    def reload(self) -> LoadResult:
-        """Load again; on failure the previous good configuration stays current."""
-        self._last = load_config(self.project_root, self.env)
-        if self._last.config is not None:
-            self._good = self._last.config
-        return self._last
+    def reload(self, *, trusted: bool = True) -> LoadResult:
+        """Load again; on failure the previous good configuration stays current.
+
+        With ``trusted=False`` (a file changed while the session runs) a configuration
+        that validates but would loosen a decision is *held*: the current one stays,
+        ``held`` says why, and a diagnostic names it, until ``accept_held``.
+        """
+        result = load_config(self.project_root, self.env)
+        self._last = result
+        if result.config is None:
+            return result
+        reasons = loosening(self._good, result.config) if (not trusted and self._good is not None) else []
+        if reasons:
+            self.held = (result.config, reasons)
+            files = ", ".join(result.config.files) or "the configuration"
+            note = Diagnostic("warning", "config-change-held",
+                              f"a change to {files} would loosen the policy ({'; '.join(reasons)}); it is not "
+                              "applied until you accept it (restart the session, or accept it in the editor)",
+                              result.config.project_file or result.config.user_file)
+            self._last = LoadResult(result.config, tuple(result.diagnostics) + (note,))
+            return self._last
+        self.held = None
+        self._good = result.config
+        return result
+
+    held: tuple[Config, list[str]] | None = None
+
+    def accept_held(self) -> bool:
+        """The person accepted a held change: apply it."""
+        if self.held is None:
+            return False
+        self._good, self.held = self.held[0], None
+        return True
 
     @property
     def current(self) -> Config:
@@ -222,3 +249,36 @@ class ConfigKeeper:
     def healthy(self) -> bool:
         """Whether the latest load succeeded (``current`` reflects the files on disk)."""
         return self._last.config is not None
+
+
+_LOOSER_WORKTREES = {"ignore": 0, "request": 1, "include": 2}
+
+
+def _rule_key(rule: PathRule) -> tuple:
+    return (rule.source, rule.id, rule.anchor, rule.read, rule.write, rule.delete, rule.includes,
+            rule.excludes, rule.follow_symlinks)
+
+
+def loosening(old: Config, new: Config) -> list[str]:
+    """Why ``new`` could allow something ``old`` did not (empty: only the same or stricter)."""
+    reasons: list[str] = []
+    before = {_rule_key(r): r for r in old.paths}
+    after = {_rule_key(r): r for r in new.paths}
+    for key, rule in after.items():
+        if key not in before and (rule.follow_symlinks or any(v in ("allow", "request") for v in
+                                                               (rule.read, rule.write, rule.delete))):
+            reasons.append(f"rule {rule.id!r} ({rule.source}) is new or changed")
+    for key, rule in before.items():
+        if key not in after and any(v in ("deny", "request") for v in (rule.read, rule.write, rule.delete)):
+            reasons.append(f"rule {rule.id!r} ({rule.source}) was removed or changed")
+    if new.roots != old.roots and not (new.roots is not None and old.roots is not None
+                                       and set(new.roots) <= set(old.roots)):
+        reasons.append("workspace.roots changed")
+    if _LOOSER_WORKTREES.get(new.worktrees, 2) > _LOOSER_WORKTREES.get(old.worktrees, 2):
+        reasons.append(f"worktrees = {new.worktrees!r} (was {old.worktrees!r})")
+    for name in ("allow_any_path", "allow_external_roots", "allow_temp_directory", "follow_symlinks"):
+        if getattr(new, name) and not getattr(old, name):
+            reasons.append(f"{name} became true")
+    if set(old.files) - set(new.files) and not reasons:
+        reasons.append("a configuration file stopped applying")
+    return list(dict.fromkeys(reasons))

@@ -36,11 +36,24 @@ class Session:
         self._keepers = {f: self._keepers.get(f) or ConfigKeeper(_config_root(f), self.env) for f in self.folders}
         self.rebuild()
 
-    def reload_configs(self) -> list[Diagnostic]:
+    def reload_configs(self, *, trusted: bool = True) -> list[Diagnostic]:
+        """Reload every configuration. ``trusted=False``: a file changed while the session
+        ran (the agent may have caused it), so a loosening change is held, not applied."""
         for keeper in [*self._keepers.values(), *self._extra.values()]:
-            keeper.reload()
+            keeper.reload(trusted=trusted)
         self.rebuild()
         return self.config_diagnostics()
+
+    def held(self) -> list[str]:
+        """One line per held (loosening) configuration change, for the person."""
+        return [d.message for k in [*self._keepers.values(), *self._extra.values()] if k.held
+                for d in k.diagnostics if d.code == "config-change-held"]
+
+    def accept_held(self) -> bool:
+        accepted = [k.accept_held() for k in [*self._keepers.values(), *self._extra.values()]]
+        if any(accepted):
+            self.rebuild()
+        return any(accepted)
 
     def configs(self) -> list[tuple[str, Config]]:
         return [(f, self._keepers[f].current) for f in self.folders]

@@ -253,9 +253,11 @@ class RootGuardServer(LanguageServer):
         if self._inventory_cache is not None:
             for path in batch:
                 self._inventory_cache.file_changed(path)
-        change = self.tracker.reload() if structural else None
+        change = self.tracker.reload(trusted=False) if structural else None
         if change is not None:
             self.apply_change(change)
+            for line in self.tracker.session.held():  # never applied silently: the person sees it
+                self.warn(f"Root Guard: {line}. Save the file in the editor to accept it.")
         if self.tracker.widened and self._inventory_cache is not None and not (change and change.widened):
             asyncio.ensure_future(self.run_inventory(warn=False))
 

@@ -562,7 +562,11 @@ class FileTools:
         mark = self._config_signature()
         if mark != self._config_mark:
             self._config_mark = mark
-            self.session.reload_configs()
+            self.session.reload_configs(trusted=False)  # a loosening change is held and shown, never silent
+            for line in self.session.held():
+                import logging
+
+                logging.getLogger("rootguard.mcp").warning("%s", line)
 
     def _config_signature(self) -> tuple:
         marks = []

@@ -92,7 +92,7 @@ def cmd_check(args) -> int:
         print(f"  reason: {decision.reason}")
         for line in data.get("config_errors", []):
             print(f"  config: {line}")
-    return 0
+    return {"allow": 0, "deny": 1, "request": 3}[decision.decision]  # PRODUCT.md: the exit status carries it
 
 
 def cmd_inventory(args) -> int:

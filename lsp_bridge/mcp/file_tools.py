@@ -319,6 +319,8 @@ class FileTools:
             args.setdefault("relative_path", ".")
         _require_str(args, "relative_path")
         _check_tool_args(tool, args, self.limits)
+        if tool == "search_files" and ".git" in args["relative_path"].replace("%2e", ".").replace("%2E", ".").split("/"):
+            raise ToolError("invalid_arguments", "search_files never searches inside .git")
         access = self._resolve(pid, args["relative_path"], needs, for_read=needs == ("read",))
         if tool == "delete_file":
             _refuse_leaf_link(access)

@@ -24,7 +24,8 @@ A pattern the matcher cannot honour is an error (``GlobError``), never a silent
 non-match: an empty pattern or alternative, leading or trailing whitespace, a
 leading ``!`` (use ``excludes``), a backslash (no escapes), ``**`` glued to other
 characters, unbalanced ``{``/``}`` or ``[``/``]``, ``.``/``..`` or empty components,
-too many alternatives.
+too many alternatives, an empty alternative (``{a,}``), braces holding a single
+alternative (``{a}``). Bash-style ranges (``{1..3}``) expand like alternatives.
 """
 
 from __future__ import annotations
@@ -101,6 +102,8 @@ def expand(pattern: str) -> list[str]:
     problem = _balanced(pattern)
     if problem:
         raise GlobError(f"it has {problem}")
+    if re.search(r"\{,|,,|,\}|\{\}", pattern):
+        raise GlobError("an alternative in {...} is empty")
     try:
         alternatives = bracex.expand(pattern, limit=MAX_ALTERNATIVES)
     except Exception as exc:  # noqa: BLE001 - bracex's limit exception or a malformed expression
@@ -110,6 +113,8 @@ def expand(pattern: str) -> list[str]:
         raise GlobError(f"it expands to more than {MAX_ALTERNATIVES} alternatives")
     seen: list[str] = []
     for alt in alternatives:
+        if "{" in alt or "}" in alt:
+            raise GlobError("braces must hold alternatives separated by ',' ({a,b})")
         _check_alternative(alt)
         if alt not in seen:
             seen.append(alt)
@@ -132,9 +137,15 @@ def literal_prefix(alternative: str) -> int:
 
 def _compile_alternative(alt: str) -> list[re.Pattern]:
     regexes = []
+    if alt.endswith("/"):  # a directory only: what is inside it (pathspec mishandles "*/" alone)
+        body = alt[:-1]
+        floating = not body.startswith("/") and "/" not in body
+        alt = ("**/" if floating else "") + body + "/*"
     forms = [alt]
-    if alt.endswith("/**") and alt != "/**":  # dir/** covers dir itself
-        head = alt[: -len("/**")]
+    head = alt
+    while head.endswith("/**") and head != "/**":  # dir/** (and dir/**/**) covers dir itself
+        head = head[: -len("/**")]
+    if head != alt and head not in ("", "/", "**"):
         forms.append(head if head.startswith(("/", "**/")) or "/" in head else "/" + head)
     for form in forms:
         compiled = _GitWildMatch(form)

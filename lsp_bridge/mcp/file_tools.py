@@ -351,7 +351,7 @@ class FileTools:
     def _resolve(self, pid: str, given: Any, needs: tuple[str, ...], *, for_read: bool) -> Access:
         access = Access(given, needs)
         try:
-            access.resolved = resolve_in_projects(self._project_roots, pid, given, for_read=for_read)
+            access.resolved = resolve_in_projects(self._project_roots, pid, given, for_read=for_read, outside=True)
         except ResolveError as err:
             access.code, access.reason, access.canonicalization = err.code, err.message, err.code
             return access
@@ -360,7 +360,7 @@ class FileTools:
 
     def _resolve_dest(self, pid: str, access: Access) -> None:
         try:
-            access.dest = resolve_in_projects(self._project_roots, pid, access.dest_given)
+            access.dest = resolve_in_projects(self._project_roots, pid, access.dest_given, outside=True)
         except ResolveError as err:
             access.resolved = None
             access.code, access.canonicalization = err.code, f"destination: {err.code}"
@@ -401,6 +401,13 @@ class FileTools:
             access.reason = f"allowed for this session earlier ({access.reason})"
         if access.verdict == "deny":
             access.code = _deny_code(worst.decision, access)
+            outside = [r for r in (access.resolved, access.dest) if r is not None and r.outside]
+            if outside and access.code != "symlink_not_permitted":
+                # One engine: the policy decided the link's target; refused, it reads as before.
+                given = access.given if outside[0] is access.resolved else access.dest_given
+                access.code = access.canonicalization = "path_outside_project"
+                access.reason = (f"path {given!r} resolves outside the project root (through a symbolic link) "
+                                 f"and no rule allows its target: {access.reason}")
 
     def _target(self, resolved: Resolved) -> Target:
         """The engine's view of a resolved path; links are listed only when one was met."""
@@ -696,6 +703,20 @@ def _relative_or_none(path: str, root: str) -> str | None:
     return path[len(root) + 1:] if is_within(path, root) else None
 
 
+def _io(resolved: Resolved) -> tuple[str, str]:
+    """(base, canonical path below it) for safe_io: the project root, or ``/`` for a target a
+    symbolic link leads to outside the project (only reached when the policy allowed it)."""
+    if resolved.outside:
+        return os.sep, resolved.canonical.lstrip(os.sep)
+    return resolved.root, _canonical_rel(resolved)
+
+
+def _refuse_outside(resolved: Resolved, tool: str) -> None:
+    if resolved.outside:
+        raise ToolError("path_outside_project", f"{tool} does not follow a symbolic link out of the project "
+                                                f"({resolved.relative})")
+
+
 def _canonical_rel(resolved: Resolved) -> str:
     """The canonical path below the root: what safe_io walks."""
     return _relative_or_none(resolved.canonical, resolved.root) or ""
@@ -720,7 +741,7 @@ def _text_of(data: bytes) -> str | None:
 
 
 def _read_text(tools: FileTools, resolved: Resolved) -> str:
-    data = safe_io.read_file(resolved.root, _canonical_rel(resolved), limit=tools.limits.read_bytes)
+    data = safe_io.read_file(*_io(resolved), limit=tools.limits.read_bytes)
     text = _text_of(data)
     if text is None:
         raise ToolError("binary_file", f"{resolved.relative} is a binary file; it cannot be edited as text")
@@ -729,7 +750,7 @@ def _read_text(tools: FileTools, resolved: Resolved) -> str:
 
 def run_read_file(tools: FileTools, plan: Plan) -> dict:
     resolved = plan.accesses[0].resolved
-    data = safe_io.read_file(resolved.root, _canonical_rel(resolved), limit=tools.limits.read_bytes)
+    data = safe_io.read_file(*_io(resolved), limit=tools.limits.read_bytes)
     text = _text_of(data)
     return {"project_id": plan.project_id, "relative_path": resolved.relative, "size": len(data),
             "binary": text is None, "text": text}
@@ -737,8 +758,9 @@ def run_read_file(tools: FileTools, plan: Plan) -> dict:
 
 def run_list_directory(tools: FileTools, plan: Plan) -> dict:
     resolved = plan.accesses[0].resolved
+    _refuse_outside(resolved, "list_directory")
     entries, hidden, truncated = [], 0, False
-    for entry in safe_io.list_directory(resolved.root, _canonical_rel(resolved)):
+    for entry in safe_io.list_directory(*_io(resolved)):
         relative = f"{resolved.relative}/{entry.name}" if resolved.relative else entry.name
         verdict, _ = tools.peek(resolved.root, relative)
         if verdict == "deny":
@@ -762,6 +784,7 @@ def run_search_files(tools: FileTools, plan: Plan) -> dict:
     query = args.get("query") or None
     fold = not args.get("case_sensitive", False)
     most = args.get("max_results", tools.limits.search_results)
+    _refuse_outside(resolved, "search_files")
     start = _canonical_rel(resolved)
     if ".git" in start.split("/") or ".git" in resolved.relative.split("/"):
         raise ToolError("invalid_arguments", "search_files never searches inside .git")
@@ -803,7 +826,7 @@ def run_search_files(tools: FileTools, plan: Plan) -> dict:
 
 def _grep(tools: FileTools, target: Resolved, shown: str, query: str, fold: bool, room: int, counts: dict) -> list[dict]:
     try:
-        data = safe_io.read_file(target.root, _canonical_rel(target), limit=tools.limits.read_bytes)
+        data = safe_io.read_file(*_io(target), limit=tools.limits.read_bytes)
     except safe_io.SafeIOError:
         return []
     text = _text_of(data)
@@ -822,7 +845,7 @@ def _grep(tools: FileTools, target: Resolved, shown: str, query: str, fold: bool
 
 def run_get_file_info(tools: FileTools, plan: Plan) -> dict:
     resolved = plan.accesses[0].resolved
-    info = safe_io.file_info(resolved.root, _canonical_rel(resolved))
+    info = safe_io.file_info(*_io(resolved))
     kind = ("directory" if stat.S_ISDIR(info.st_mode) else "file" if stat.S_ISREG(info.st_mode)
             else "symlink" if stat.S_ISLNK(info.st_mode) else "other")
     modified = datetime.fromtimestamp(info.st_mtime, timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z")
@@ -834,7 +857,7 @@ def run_get_file_info(tools: FileTools, plan: Plan) -> dict:
 def run_write_file(tools: FileTools, plan: Plan) -> dict:
     resolved = plan.accesses[0].resolved
     data = plan.args["content"].encode("utf-8")
-    created = safe_io.write_file(resolved.root, _canonical_rel(resolved), data)
+    created = safe_io.write_file(*_io(resolved), data)
     return {"project_id": plan.project_id, "relative_path": resolved.relative, "created": created, "size": len(data)}
 
 
@@ -862,7 +885,7 @@ def run_edit_file(tools: FileTools, plan: Plan) -> dict:
     _check_size(len(after.encode("utf-8")), resolved.relative, tools.limits)
     dry_run = plan.args.get("dry_run", False)
     if not dry_run:
-        safe_io.write_file(resolved.root, _canonical_rel(resolved), after.encode("utf-8"))
+        safe_io.write_file(*_io(resolved), after.encode("utf-8"))
     return {"project_id": plan.project_id, "relative_path": resolved.relative, "edits": len(plan.args["edits"]),
             "dry_run": dry_run, "diff": unified_diff(before, after, resolved.relative)}
 
@@ -870,13 +893,13 @@ def run_edit_file(tools: FileTools, plan: Plan) -> dict:
 def run_move_file(tools: FileTools, plan: Plan) -> dict:
     access = plan.accesses[0]
     src, dst = access.resolved, access.dest
-    safe_io.move_file(src.root, _canonical_rel(src), dst.root, _canonical_rel(dst))
+    safe_io.move_file(*_io(src), *_io(dst))
     return {"project_id": plan.project_id, "source": src.relative, "destination": dst.relative}
 
 
 def run_delete_file(tools: FileTools, plan: Plan) -> dict:
     resolved = plan.accesses[0].resolved
-    safe_io.delete_file(resolved.root, _canonical_rel(resolved))
+    safe_io.delete_file(*_io(resolved))
     return {"project_id": plan.project_id, "relative_path": resolved.relative, "deleted": True}
 
 
@@ -893,9 +916,9 @@ def run_apply_patch(tools: FileTools, plan: Plan) -> dict:
     for resolved, action, data, diff in prepared:
         try:
             if action == "deleted":
-                safe_io.delete_file(resolved.root, _canonical_rel(resolved))
+                safe_io.delete_file(*_io(resolved))
             else:
-                created = safe_io.write_file(resolved.root, _canonical_rel(resolved), data)
+                created = safe_io.write_file(*_io(resolved), data)
                 action = "created" if created and action == "written" else action
         except safe_io.SafeIOError as err:
             raise ToolError(err.code, f"{resolved.relative}: {err.message}; {len(done)} of {len(prepared)} "
@@ -909,7 +932,7 @@ def run_apply_patch(tools: FileTools, plan: Plan) -> dict:
 
 def _prepare_change(tools: FileTools, change: dict, resolved: Resolved):
     if "delete" in change:
-        info = safe_io.file_info(resolved.root, _canonical_rel(resolved))
+        info = safe_io.file_info(*_io(resolved))
         if not stat.S_ISREG(info.st_mode):
             raise ToolError("not_found", f"{resolved.relative} is not a regular file; nothing was changed")
         return resolved, "deleted", None, None

@@ -237,3 +237,35 @@ def test_a_root_from_rootguard_roots_loads_its_own_configuration(world):
     assert data["decision"] == "deny" and data["rule"] == "o"
     _, same = check(world, "read", str(other / "hidden.txt"), roots=[world["repo"], other])
     assert same["decision"] == "deny"
+
+
+async def test_apply_patch_stages_every_file_and_leaves_nothing_on_failure(world):
+    repo = world["repo"]
+    before = tree(repo)
+    async with serve([repo], world["base"]) as client:
+        result = await client.call_tool("apply_patch", {"project_id": P, "changes": [
+            {"relative_path": "newdir/deep/first.txt", "content": "first\n"},
+            {"relative_path": "src/a.ts", "content": "changed\n"},
+            {"relative_path": "sub/readme.md/oops.txt", "content": "a file below a file\n"},
+        ]})
+        assert result.is_error and code(result) == "not_a_directory" and "nothing was changed" in text(result)
+        assert str(world["base"]) not in text(result)
+    assert tree(repo) == before  # no new directory, no temporary file, src/a.ts untouched
+
+
+def test_a_rename_failing_midway_restores_every_file(tmp_path):
+    from lsp_bridge.mcp import safe_io
+
+    root = os.path.realpath(tmp_path)
+    Path(root, "one.txt").write_text("one\n")
+    Path(root, "two.txt").write_text("two\n")
+    before = tree(Path(root))
+    with safe_io.Batch() as batch:
+        batch.stage_write(root, "one.txt", b"ONE\n")
+        batch.stage_write(root, "two.txt", b"TWO\n")
+        batch.stage_write(root, "three/new.txt", b"NEW\n")
+        temps = sorted(p for p in os.listdir(Path(root, "three")) if p.endswith(".rootguard-tmp"))
+        os.unlink(Path(root, "three", temps[0]))  # the third rename will fail
+        with pytest.raises(safe_io.SafeIOError):
+            batch.commit()
+    assert tree(Path(root)) == before

@@ -913,20 +913,21 @@ def run_apply_patch(tools: FileTools, plan: Plan) -> dict:
         except safe_io.SafeIOError as err:
             raise ToolError(err.code, f"{resolved.relative}: {err.message}; nothing was changed") from None
     done: list[dict] = []
-    for resolved, action, data, diff in prepared:
+    with safe_io.Batch() as batch:
         try:
-            if action == "deleted":
-                safe_io.delete_file(*_io(resolved))
-            else:
-                created = safe_io.write_file(*_io(resolved), data)
-                action = "created" if created and action == "written" else action
+            for resolved, action, data, diff in prepared:  # every file staged before the first rename
+                if action == "deleted":
+                    batch.stage_delete(*_io(resolved))
+                else:
+                    created = batch.stage_write(*_io(resolved), data)
+                    action = "created" if created and action == "written" else action
+                item = {"relative_path": resolved.relative, "action": action}
+                if diff is not None:
+                    item["diff"] = diff
+                done.append(item)
+            batch.commit()
         except safe_io.SafeIOError as err:
-            raise ToolError(err.code, f"{resolved.relative}: {err.message}; {len(done)} of {len(prepared)} "
-                                      "changes were applied before it") from None
-        item = {"relative_path": resolved.relative, "action": action}
-        if diff is not None:
-            item["diff"] = diff
-        done.append(item)
+            raise ToolError(err.code, f"{err.message}; nothing was changed") from None
     return {"project_id": plan.project_id, "changes": done}
 
 

@@ -269,3 +269,28 @@ def test_a_rename_failing_midway_restores_every_file(tmp_path):
         with pytest.raises(safe_io.SafeIOError):
             batch.commit()
     assert tree(Path(root)) == before
+
+
+V1 = """[workspace]
+worktrees = "include"
+"""
+
+
+async def test_version_1_links_are_opt_in_and_cross_root_renames_are_refused(world, tmp_path):
+    repo = world["repo"]
+    (repo / ".rootguard.toml").write_text(V1)
+    (repo / "src" / "link.ts").symlink_to("a.ts")
+    _, data = check(world, "read", str(repo / "src" / "link.ts"))
+    assert data["decision"] == "deny" and "follow_symlinks" in data["reason"]
+    # Two roots sharing one project file: version 1 still refuses a rename between them.
+    roots = [repo / "src", repo / "sub"]
+    _, moved = check(world, "rename", str(repo / "src" / "a.ts"), str(repo / "sub" / "a.ts"), roots=roots)
+    assert moved["decision"] == "deny" and "across roots" in moved["reason"]
+    env = {"ROOTGUARD_ROOTS": str(world["other"])}
+    _, external = check(world, "read", str(world["other"] / "readme.txt"), env=env)
+    # version 1: external roots are opt-in, for every source (the test's tmp may sit in the OS temp
+    # directory, which a version 1 project file makes request-level, never allowed)
+    assert external["decision"] != "allow" and "ROOTGUARD_ROOTS" not in external["reason"]
+    async with serve([repo], world["base"]) as client:
+        result = await client.call_tool("read_file", {"project_id": P, "relative_path": "src/link.ts"})
+        assert code(result) == "symlink_not_permitted"

@@ -131,3 +131,20 @@ async def test_check_access_and_mcp_agree(package, lsp):
     async with serve([package], package.parent) as client:
         served = [await by_mcp(client, op, paths) for op, paths, _ in TABLE]
     assert served == expected
+
+
+async def test_a_loosening_config_change_on_disk_is_held_and_shown_in_the_editor(package, lsp):
+    session = Session(lsp)
+    await session.start([package], show_message=False)
+    await session.next_status(0)
+    env = str(package / ".env")
+    first = await lsp.protocol.send_request_async("rootguard/access", {"path": env, "op": "read"})
+    assert first.decision == "deny"
+    (package / ".rootguard.toml").write_text("version = 2\n")  # written behind the editor's back
+    from tests.test_lsp import wait_for
+
+    warning = await wait_for(lambda: next((m for m in lsp.messages if "would loosen" in m.message), None),
+                             what="the held-change warning")
+    assert "dotenv" in warning.message and ".rootguard.toml" in warning.message
+    again = await lsp.protocol.send_request_async("rootguard/access", {"path": env, "op": "read"})
+    assert again.decision == "deny"  # not applied silently

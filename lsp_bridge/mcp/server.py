@@ -118,6 +118,7 @@ class GuardedServer:
         self._pending: dict[str, _Pending] = {}
         self._lock = anyio.Lock()
         self._task_group = None
+        self._held_shown: list[str] = []
         self.server = self._server()
 
     # -- wiring ------------------------------------------------------------------
@@ -176,6 +177,11 @@ class GuardedServer:
         try:
             # Decisions and I/O run in worker threads: a long search or a big read never holds the other calls.
             plan = await anyio.to_thread.run_sync(tools.plan, params.name, params.arguments or {}, caller)
+            held = tools.session.held()
+            if held != self._held_shown:  # a held configuration change: the person sees it in the tray
+                self._held_shown = held
+                if self.tray is not None:
+                    await self._publish()
             approval = approver = None
             if plan.verdict == "request":
                 answer = await self._approve(ctx, params, plan, state, modern)
@@ -373,7 +379,8 @@ class GuardedServer:
         if self.tray is None:
             return
         status = self.tools.session.scope.to_json() if self.tools.session.scope else {"roots": []}
-        status.update({"roots": list(self.tools.roots), "widened": False, "warnings": []})
+        status.update({"roots": list(self.tools.roots), "widened": False,
+                       "warnings": [f"Root Guard: {line}" for line in self.tools.session.held()]})
         if roots_changed:
             await self.tray.set_folders(self.tools.roots)
         await self.tray.publish_status(status)

@@ -294,3 +294,18 @@ async def test_version_1_links_are_opt_in_and_cross_root_renames_are_refused(wor
     async with serve([repo], world["base"]) as client:
         result = await client.call_tool("read_file", {"project_id": P, "relative_path": "src/link.ts"})
         assert code(result) == "symlink_not_permitted"
+
+
+def test_a_repository_admin_directory_outside_dot_git_is_protected(world, tmp_path):
+    from tests.conftest import git
+
+    ws = Path(os.path.realpath(tmp_path)) / "ws"
+    app, admin = ws / "app", ws / "meta" / "app.git"
+    app.mkdir(parents=True)
+    admin.parent.mkdir()
+    git(app, "init", "-q", "--separate-git-dir", str(admin))
+    assert (app / ".git").is_file() and (admin / "HEAD").is_file()
+    before = (admin / "config").read_bytes()
+    _, data = check(world, "write", str(admin / "config"), roots=[ws, app])
+    assert data["decision"] == "request" and "admin directory" in data["reason"], data
+    assert (admin / "config").read_bytes() == before

@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import os
 import stat
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Iterable, Sequence
 
 from lsp_bridge.core.paths import fold, is_within, realpath
@@ -153,6 +153,9 @@ class Policy:
         self.version = configs[0][1].version
         user_file = next((c.user_file for _, c in configs if c.user_file), None)
         self.areas = areas if areas is not None else default_areas(user_file)
+        if scope.admin_dirs:  # the repositories' admin directories (a worktree's may sit anywhere)
+            admins = tuple(dict.fromkeys((*self.areas.admin_dirs, *(fold(a) for a in scope.admin_dirs))))
+            self.areas = replace(self.areas, admin_dirs=admins)
         from lsp_bridge.core.hardlinks import HardLinkIndex
 
         self.hardlinks = HardLinkIndex(self)

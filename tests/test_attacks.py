@@ -11,11 +11,11 @@ import json
 import os
 import subprocess
 import sys
-import time
 import warnings
 from contextlib import asynccontextmanager
 from pathlib import Path
 
+import anyio
 import pytest
 from mcp import Client, StdioServerParameters
 
@@ -109,7 +109,7 @@ def check(world, op: str, *paths: str, roots=None, env=None) -> tuple[int, dict]
     args = [sys.executable, "-m", "lsp_bridge.cli.main", "check", "--json",
             *[a for r in roots for a in ("--root", str(r))], "--op", op, *paths]
     run_env = {**os.environ, "PYTHONPATH": str(REPO), **(env or {})}
-    done = subprocess.run(args, capture_output=True, text=True, env=run_env, timeout=60)
+    done = subprocess.run(args, check=False, capture_output=True, text=True, env=run_env, timeout=60)
     assert done.returncode in (0, 1, 3), done.stderr
     return done.returncode, json.loads(done.stdout)
 
@@ -168,7 +168,7 @@ async def test_every_attack_is_refused_through_mcp_and_the_file_system_is_unchan
 
         # An agent-caused configuration change (written behind the server's back) that loosens is held.
         (repo / ".rootguard.toml").write_text("version = 2\n")
-        time.sleep(1.2)
+        await anyio.sleep(1.2)
         assert code(await call("read_file", relative_path="private/notes.txt")) == "policy_denied"
         (repo / ".rootguard.toml").write_text(PROJECT)
     assert tree(repo) == before

@@ -86,7 +86,7 @@ def package(tmp_path: Path, isolated_user: Path) -> Path:
 def by_check(pkg: Path, op: str, paths: list[str]) -> str:
     args = [sys.executable, "-m", "lsp_bridge.cli.main", "check", "--json", "--root", str(pkg), "--op", op,
             *[str(pkg / p) for p in paths]]
-    done = subprocess.run(args, capture_output=True, text=True, timeout=60,
+    done = subprocess.run(args, check=False, capture_output=True, text=True, timeout=60,
                           env={**os.environ, "PYTHONPATH": str(REPO)})
     return json.loads(done.stdout)["decision"]
 

@@ -72,7 +72,6 @@ from lsp_bridge.core.settings import DENY_ALL, Config, Mount, PathRule
 from lsp_bridge.core.toml_positions import _error, _shown, parse_toml  # noqa: F401 - re-exported
 
 
-
 @dataclass(frozen=True)
 class LoadResult:
     """``config`` is ``None`` when a configuration file has an error."""

@@ -18,15 +18,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from lsp_bridge.core.config_files import read_config_text
-from lsp_bridge.core.diagnostics import Diagnostic, Range, has_errors
+from lsp_bridge.core.diagnostics import Diagnostic, has_errors
 from lsp_bridge.core.globs import GlobError, check_pattern
 from lsp_bridge.core.paths import canonical
 from lsp_bridge.core.settings import VERDICTS, WORKTREE_MODES, Mount, PathRule
 from lsp_bridge.core.toml_positions import (
-    _BARE_KEY,
     KeyPath,
     _display,
-    _error,
     _Locator,
     _shown,
     parse_toml,

@@ -38,7 +38,7 @@ import bracex
 try:  # pathspec >= 1.0 renamed the gitwildmatch pattern class
     from pathspec.patterns.gitignore.spec import GitIgnoreSpecPattern as _GitWildMatch
 except ImportError:  # pragma: no cover - pathspec 0.12
-    from pathspec.patterns import GitWildMatchPattern as _GitWildMatch
+    from pathspec.patterns import GitWildMatchPattern as _GitWildMatch  # type: ignore[attr-defined]
 
 MAX_ALTERNATIVES = 256
 _GLOB_CHARS = "*?[{"
@@ -135,7 +135,7 @@ def literal_prefix(alternative: str) -> int:
     return len(alternative.lstrip("/"))
 
 
-def _compile_alternative(alt: str) -> list[re.Pattern]:
+def _compile_alternative(alt: str) -> list[re.Pattern[str]]:
     regexes = []
     if alt.endswith("/"):  # a directory only: what is inside it (pathspec mishandles "*/" alone)
         body = alt[:-1]
@@ -162,7 +162,7 @@ def _compile_alternative(alt: str) -> list[re.Pattern]:
 class Alternative:
     text: str
     literal: int
-    regexes: tuple[re.Pattern, ...]
+    regexes: tuple[re.Pattern[str], ...]
 
     def matches(self, rel: str) -> bool:
         return any(regex.match(rel) is not None for regex in self.regexes)

@@ -24,6 +24,7 @@ import os
 import stat
 import threading
 import time
+from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from lsp_bridge.core.paths import is_within
@@ -95,7 +96,7 @@ class HardLinkIndex:
         self._inodes, self._complete, self._built = inodes, complete, time.monotonic()
 
 
-def _walk(roots: list[str]):
+def _walk(roots: list[str]) -> "Iterator[tuple[str, os.stat_result]]":
     """(path, stat) of every regular file below ``roots`` (or a root that is a file); links not followed."""
     for root in roots:
         try:

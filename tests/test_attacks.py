@@ -309,3 +309,15 @@ def test_a_repository_admin_directory_outside_dot_git_is_protected(world, tmp_pa
     _, data = check(world, "write", str(admin / "config"), roots=[ws, app])
     assert data["decision"] == "request" and "admin directory" in data["reason"], data
     assert (admin / "config").read_bytes() == before
+
+
+def test_only_the_user_file_relaxes_a_protected_target_and_only_by_name(world):
+    repo, user_file = world["repo"], world["home"] / ".config" / "rootguard" / "config.toml"
+    (repo / ".rootguard.toml").write_text(PROJECT + '[[paths]]\nid = "envrc"\npath = ".envrc"\n'
+                                          'policies = { write = "allow" }\n')
+    assert check(world, "write", str(repo / ".envrc"))[1]["decision"] == "request"  # a project file cannot
+    user_file.write_text(USER + '[[paths]]\nid = "tasks"\npath = "."\nincludes = [".vscode/**"]\n'
+                                'policies = { write = "allow" }\n')
+    assert check(world, "write", str(repo / ".vscode" / "tasks.json"))[1]["decision"] == "request"  # a glob cannot
+    user_file.write_text(USER + f'[[paths]]\nid = "envrc"\npath = "{repo / ".envrc"}"\npolicies = {{ write = "allow" }}\n')
+    assert check(world, "write", str(repo / ".envrc"))[1]["decision"] == "allow"  # the user names it

@@ -32,7 +32,7 @@ from lsp_bridge.core.paths import is_within
 if TYPE_CHECKING:  # pragma: no cover
     from lsp_bridge.core.policy import Policy
 
-TTL = 5.0
+TTL = 30.0
 MAX_ENTRIES = 500_000
 
 

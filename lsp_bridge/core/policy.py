@@ -335,7 +335,8 @@ class Policy:
             verdict, reason = "request", f"{path} is an active Root Guard configuration file; changing it needs approval"
         if op in _MUTATING and verdict == "allow":
             why = protected_reason(path, self.areas)
-            named = win is not None and win[0].rule.source == "user" and win[0].exact and win[0].anchor == key
+            named = (win is not None and win[0].rule.source == "user" and not win[0].rule.includes
+                     and win[0].anchor == key)  # a user rule naming this very path
             if why is not None and not named:
                 verdict, reason = "request", f"a protected target: {why}; changing it needs approval"
         return verdict, (rule if win is not None else None), reason

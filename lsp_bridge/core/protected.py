@@ -58,7 +58,7 @@ def protected_reason(path: str, areas: ProtectedAreas) -> str | None:
     names = [fold(n) for n in (".git", PROJECT_FILE_NAME)]
     if names[0] in parts:
         return "anything named .git and everything below a .git directory is protected (git runs hooks and config)"
-    if parts and parts[-1] == names[1]:
+    if names[1] in parts:  # the file, or a directory of that name (which would break loading)
         return f"{PROJECT_FILE_NAME} is a candidate Root Guard configuration file"
     if areas.user_file and key == areas.user_file:
         return "it is the Root Guard user configuration file"

@@ -321,3 +321,24 @@ def test_only_the_user_file_relaxes_a_protected_target_and_only_by_name(world):
     assert check(world, "write", str(repo / ".vscode" / "tasks.json"))[1]["decision"] == "request"  # a glob cannot
     user_file.write_text(USER + f'[[paths]]\nid = "envrc"\npath = "{repo / ".envrc"}"\npolicies = {{ write = "allow" }}\n')
     assert check(world, "write", str(repo / ".envrc"))[1]["decision"] == "allow"  # the user names it
+
+
+async def test_brace_excludes_are_honoured_through_check_and_mcp(world):
+    repo = world["repo"]
+    (repo / ".rootguard.toml").write_text('version = 2\n[[paths]]\nid = "read-only"\npath = "."\n'
+                                          'includes = ["**"]\nexcludes = ["{notes.md,drafts}"]\n'
+                                          'policies = { write = "deny" }\n')
+    rows = [("notes.md", "allow"), ("drafts/today.md", "allow"), ("src/a.ts", "deny"), ("sub/notes.md", "allow")]
+    for name, expected in rows:
+        assert check(world, "write", str(repo / name))[1]["decision"] == expected, name
+    async with serve([repo], world["base"]) as client:
+        for name, expected in rows:
+            result = await client.call_tool("write_file", {"project_id": P, "relative_path": name, "content": "x\n"})
+            assert (code(result) or "allow") == ("allow" if expected == "allow" else "policy_denied"), name
+
+
+def test_a_root_containing_home_through_check(world):
+    home = world["home"]
+    for name in (".config/rootguard/config.toml", ".local/state/rootguard/audit.jsonl"):
+        status, data = check(world, "write", str(home / name), roots=[home])
+        assert (status, data["decision"]) == (3, "request"), data

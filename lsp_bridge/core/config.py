@@ -40,7 +40,7 @@ more); if none is valid the roots are empty, which denies.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -70,6 +70,13 @@ from lsp_bridge.core.diagnostics import Diagnostic
 from lsp_bridge.core.paths import canonical
 from lsp_bridge.core.settings import DENY_ALL, Config, Mount, PathRule
 from lsp_bridge.core.toml_positions import _error, _shown, parse_toml  # noqa: F401 - re-exported
+
+__all__ = [  # the configuration API, wherever each piece now lives
+    "APPROVAL_KEYS", "ENV_CONFIG", "ENV_ROOTS", "MAX_APPROVAL_TIMEOUT", "MAX_CONFIG_BYTES", "PROJECT_FILE_NAME",
+    "V1_REPLACEMENTS", "V1_SAFETY_DEFAULTS", "V2_SAFETY_VALUES", "ConfigKeeper", "Layer", "LoadResult", "ParsedFile",
+    "config_candidates", "diagnostics_for_text", "find_project_config", "load_config", "loosening", "parse_file",
+    "parse_text", "parse_toml", "read_config_text", "user_config_path",
+]
 
 
 @dataclass(frozen=True)
@@ -105,7 +112,7 @@ def _environment_roots(env: Mapping[str, str]) -> tuple[tuple[str, ...] | None, 
     return tuple(dict.fromkeys(roots)), problems
 
 
-def _merge_by(lower: tuple, higher: tuple, key) -> tuple:
+def _merge_by(lower: tuple[Any, ...], higher: tuple[Any, ...], key: Callable[[Any], Any]) -> tuple[Any, ...]:
     replaced = {key(item) for item in higher}
     return tuple(item for item in lower if key(item) not in replaced) + tuple(higher)
 
@@ -253,7 +260,7 @@ class ConfigKeeper:
 _LOOSER_WORKTREES = {"ignore": 0, "request": 1, "include": 2}
 
 
-def _rule_key(rule: PathRule) -> tuple:
+def _rule_key(rule: PathRule) -> tuple[Any, ...]:
     return (rule.source, rule.id, rule.anchor, rule.read, rule.write, rule.delete, rule.includes,
             rule.excludes, rule.follow_symlinks)
 

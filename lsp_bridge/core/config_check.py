@@ -15,13 +15,13 @@ import os
 import posixpath
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal, cast
 
 from lsp_bridge.core.config_files import read_config_text
-from lsp_bridge.core.diagnostics import Diagnostic, has_errors
+from lsp_bridge.core.diagnostics import Diagnostic, Severity, has_errors
 from lsp_bridge.core.globs import GlobError, check_pattern
 from lsp_bridge.core.paths import canonical
-from lsp_bridge.core.settings import VERDICTS, WORKTREE_MODES, Mount, PathRule
+from lsp_bridge.core.settings import VERDICTS, WORKTREE_MODES, Mount, PathRule, Source, Verdict
 from lsp_bridge.core.toml_positions import (
     KeyPath,
     _display,
@@ -128,7 +128,9 @@ class _Checker:
             self._locator = _Locator(self._text)
         return self._locator
 
-    def report(self, severity, code, message, path, kind="value", tags=()) -> None:
+    def report(
+        self, severity: Severity, code: str, message: str, path: KeyPath, kind: str = "value", tags: tuple[str, ...] = ()
+    ) -> None:
         rng = self.locator.range_of(path, kind)
         self.diagnostics.append(Diagnostic(severity, code, message, self.file, rng, tags))
 
@@ -138,7 +140,7 @@ class _Checker:
     def wrong_type(self, path: KeyPath, value: Any, expected: str) -> None:
         self.error("wrong-type", f"`{_display(path)}` must be {expected}, not {_toml_type(value)}", path)
 
-    def table(self, value: Any, path: KeyPath, allowed: tuple[str, ...]) -> dict | None:
+    def table(self, value: Any, path: KeyPath, allowed: tuple[str, ...]) -> dict[str, Any] | None:
         """The ``allowed`` entries of table ``value``; other keys are reported as errors."""
         if not isinstance(value, dict):
             self.wrong_type(path, value, "a table")
@@ -177,7 +179,8 @@ class _Checker:
             self.wrong_type(path, value, "an array of strings")
             return None
         good = [self.string(item, path + (index,)) for index, item in enumerate(value)]
-        return None if any(item is None for item in good) else good
+        strings = [item for item in good if item is not None]
+        return strings if len(strings) == len(good) else None
 
     def path_text(self, value: Any, path: KeyPath) -> str | None:
         text = self.string(value, path)
@@ -216,7 +219,7 @@ def _check_glob(ck: _Checker, pattern: str, path: KeyPath) -> bool:
     return True
 
 
-def _check_version(ck: _Checker, data: dict) -> int | None:
+def _check_version(ck: _Checker, data: dict[str, Any]) -> int | None:
     if "version" not in data:
         return 1
     value = data["version"]
@@ -229,7 +232,7 @@ def _check_version(ck: _Checker, data: dict) -> int | None:
     return value
 
 
-def _check_safety(ck: _Checker, data: dict, version: int | None) -> dict[str, bool]:
+def _check_safety(ck: _Checker, data: dict[str, Any], version: int | None) -> dict[str, bool]:
     if "safety" not in data or version is None:
         return {}
     if version == 2:
@@ -259,7 +262,7 @@ def _check_safety(ck: _Checker, data: dict, version: int | None) -> dict[str, bo
     return found
 
 
-def _check_workspace(ck: _Checker, data: dict, base_dir: str | None) -> tuple[tuple[str, ...] | None, str | None]:
+def _check_workspace(ck: _Checker, data: dict[str, Any], base_dir: str | None) -> tuple[tuple[str, ...] | None, str | None]:
     table = ck.table(data.get("workspace", {}), ("workspace",), WORKSPACE_KEYS)
     if table is None:
         return None, None
@@ -280,7 +283,7 @@ def _check_workspace(ck: _Checker, data: dict, base_dir: str | None) -> tuple[tu
     return roots, worktrees
 
 
-def _check_approvals(ck: _Checker, data: dict) -> float | None:
+def _check_approvals(ck: _Checker, data: dict[str, Any]) -> float | None:
     table = ck.table(data.get("approvals", {}), ("approvals",), APPROVAL_KEYS)
     if not table or "timeout_seconds" not in table:
         return None
@@ -296,7 +299,7 @@ def _check_approvals(ck: _Checker, data: dict) -> float | None:
     return float(value)
 
 
-def _tables(ck: _Checker, data: dict, name: str) -> list[tuple[KeyPath, Any]]:
+def _tables(ck: _Checker, data: dict[str, Any], name: str) -> list[tuple[KeyPath, Any]]:
     value = data.get(name, [])
     if not isinstance(value, list):
         ck.wrong_type((name,), value, f"an array of tables ([[{name}]])")
@@ -304,24 +307,24 @@ def _tables(ck: _Checker, data: dict, name: str) -> list[tuple[KeyPath, Any]]:
     return [((name, index), item) for index, item in enumerate(value)]
 
 
-def _required(ck: _Checker, table: dict, where: KeyPath, key: str) -> Any:
+def _required(ck: _Checker, table: dict[str, Any], where: KeyPath, key: str) -> Any:
     if key not in table:
         ck.error("missing-key", f"`{_display(where)}` needs `{key}`", where, "key")
     return table.get(key)
 
 
-def _check_policies(ck: _Checker, value: Any, where: KeyPath) -> dict[str, str | None] | None:
+def _check_policies(ck: _Checker, value: Any, where: KeyPath) -> dict[str, Verdict | None] | None:
     table = ck.table(value, where, POLICY_KEYS)
     if table is None:
         return None
-    verdicts = {name: ck.choice(table[name], where + (name,), VERDICTS) for name in table}
+    verdicts = {name: cast("Verdict | None", ck.choice(table[name], where + (name,), VERDICTS)) for name in table}
     if any(verdict is None for verdict in verdicts.values()):
         return None
     verdicts.setdefault("delete", verdicts.get("write"))
     return verdicts
 
 
-def _rule_id(ck: _Checker, table: dict, where: KeyPath) -> str | None:
+def _rule_id(ck: _Checker, table: dict[str, Any], where: KeyPath) -> str | None:
     rule_id = _required(ck, table, where, "id")
     rule_id = None if rule_id is None else ck.string(rule_id, where + ("id",))
     if rule_id is not None and not rule_id.strip():
@@ -330,7 +333,7 @@ def _rule_id(ck: _Checker, table: dict, where: KeyPath) -> str | None:
     return rule_id
 
 
-def _globs(ck: _Checker, table: dict, where: KeyPath) -> tuple[str, ...] | None:
+def _globs(ck: _Checker, table: dict[str, Any], where: KeyPath) -> tuple[str, ...] | None:
     patterns = ck.strings(table.get(where[-1], []), where)
     if patterns is None:
         return None
@@ -338,7 +341,9 @@ def _globs(ck: _Checker, table: dict, where: KeyPath) -> tuple[str, ...] | None:
     return tuple(patterns) if all(checked) else None
 
 
-def _check_rule(ck, where, value, source, file, base_dir, follow_default) -> PathRule | None:
+def _check_rule(
+    ck: _Checker, where: KeyPath, value: Any, source: Source, file: str, base_dir: str | None, follow_default: bool
+) -> PathRule | None:
     table = ck.table(value, where, PATH_KEYS)
     if table is None:
         return None
@@ -349,10 +354,12 @@ def _check_rule(ck, where, value, source, file, base_dir, follow_default) -> Pat
     policies = _check_policies(ck, table.get("policies", {}), where + ("policies",))
     includes = _globs(ck, table, where + ("includes",))
     excludes = _globs(ck, table, where + ("excludes",))
-    follow = follow_default
+    follow: bool | None = follow_default
     if "follow_symlinks" in table:
         follow = ck.boolean(table["follow_symlinks"], where + ("follow_symlinks",))
-    if None in (rule_id, anchor, policies, includes, excludes, follow):
+    if rule_id is None or text is None or anchor is None or policies is None or includes is None or excludes is None:
+        return None
+    if follow is None:
         return None
     return PathRule(
         id=rule_id,
@@ -370,7 +377,9 @@ def _check_rule(ck, where, value, source, file, base_dir, follow_default) -> Pat
     )
 
 
-def _check_paths(ck, data, source, file, base_dir, follow_default) -> tuple[PathRule, ...]:
+def _check_paths(
+    ck: _Checker, data: dict[str, Any], source: Source, file: str, base_dir: str | None, follow_default: bool
+) -> tuple[PathRule, ...]:
     rules: list[PathRule] = []
     first_seen: dict[str, KeyPath] = {}
     for where, value in _tables(ck, data, "paths"):
@@ -387,7 +396,7 @@ def _check_paths(ck, data, source, file, base_dir, follow_default) -> tuple[Path
     return tuple(rules)
 
 
-def _check_mount(ck, where, value, file, base_dir) -> Mount | None:
+def _check_mount(ck: _Checker, where: KeyPath, value: Any, file: str, base_dir: str | None) -> Mount | None:
     table = ck.table(value, where, MOUNT_KEYS)
     if table is None:
         return None
@@ -399,7 +408,7 @@ def _check_mount(ck, where, value, file, base_dir) -> Mount | None:
     if target is not None and not target.startswith("/"):
         ck.error("bad-path", f"`{_display(where + ('target',))}` must be an absolute POSIX path", where + ("target",))
         target = None
-    mode = ck.choice(table.get("mode", "ro"), where + ("mode",), MOUNT_MODES)
+    mode = cast('Literal["ro", "rw"] | None', ck.choice(table.get("mode", "ro"), where + ("mode",), MOUNT_MODES))
     if source is None or target is None or mode is None:
         return None
     return Mount(source=source[0], target=_posix_normpath(target), mode=mode, file=file)
@@ -410,7 +419,7 @@ def _posix_normpath(target: str) -> str:
     return "/" + normal.lstrip("/")
 
 
-def _check_mounts(ck, data, file, base_dir) -> tuple[Mount, ...]:
+def _check_mounts(ck: _Checker, data: dict[str, Any], file: str, base_dir: str | None) -> tuple[Mount, ...]:
     mounts: dict[str, Mount] = {}
     for where, value in _tables(ck, data, "mounts"):
         mount = _check_mount(ck, where, value, file, base_dir)
@@ -423,7 +432,7 @@ def _check_mounts(ck, data, file, base_dir) -> tuple[Mount, ...]:
     return tuple(mounts.values())
 
 
-def _version_notice(ck: _Checker, data: dict) -> None:
+def _version_notice(ck: _Checker, data: dict[str, Any]) -> None:
     ck.report(
         "information",
         "config-version-1",
@@ -434,7 +443,9 @@ def _version_notice(ck: _Checker, data: dict) -> None:
     )
 
 
-def _check_document(ck: _Checker, data: dict, source: str, file: str, base_dir: str | None) -> Layer | None:
+def _check_document(
+    ck: _Checker, data: dict[str, Any], source: Source, file: str, base_dir: str | None
+) -> Layer | None:
     for key in data:
         if key not in TOP_KEYS:
             message = f"unknown key `{_display((key,))}` (expected one of: {', '.join(TOP_KEYS)})"
@@ -460,11 +471,12 @@ def _canonical_file(file: str) -> str:
     return canonical(file) if os.path.isabs(file) else file
 
 
-def parse_text(text: str, file: str, *, source: str, base_dir: str | None) -> ParsedFile:
+def parse_text(text: str, file: str, *, source: Source, base_dir: str | None) -> ParsedFile:
     """Validate configuration ``text`` (as if read from ``file``) and resolve it."""
     data, problem = parse_toml(text, file)
     if problem is not None:
         return ParsedFile(file, source, None, None, (problem,))
+    assert data is not None  # parse_toml returns data or a problem
     checker = _Checker(file, text)
     layer = _check_document(checker, data, source, _canonical_file(file), base_dir)
     version = layer.version if layer else None
@@ -478,15 +490,16 @@ def _position(diagnostic: Diagnostic) -> tuple[int, int]:
 
 
 
-def parse_file(path: str, *, source: str, base_dir: str | None) -> ParsedFile:
+def parse_file(path: str, *, source: Source, base_dir: str | None) -> ParsedFile:
     """Read and validate one configuration file."""
     text, problem = read_config_text(path)
     if problem is not None:
         return ParsedFile(path, source, None, None, (problem,))
+    assert text is not None  # read_config_text returns text or a problem
     return parse_text(text, path, source=source, base_dir=base_dir)
 
 
-def diagnostics_for_text(text: str, file: str, source: str, base_dir: str | None) -> list[Diagnostic]:
+def diagnostics_for_text(text: str, file: str, source: Source, base_dir: str | None) -> list[Diagnostic]:
     """Diagnostics for an unsaved editor buffer holding a configuration file."""
     return list(parse_text(text, file, source=source, base_dir=base_dir).diagnostics)
 

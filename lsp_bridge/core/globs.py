@@ -38,7 +38,7 @@ import bracex
 try:  # pathspec >= 1.0 renamed the gitwildmatch pattern class
     from pathspec.patterns.gitignore.spec import GitIgnoreSpecPattern as _GitWildMatch
 except ImportError:  # pragma: no cover - pathspec 0.12
-    from pathspec.patterns import GitWildMatchPattern as _GitWildMatch  # type: ignore[attr-defined]
+    from pathspec.patterns import GitWildMatchPattern as _GitWildMatch
 
 MAX_ALTERNATIVES = 256
 _GLOB_CHARS = "*?[{"

@@ -39,7 +39,7 @@ MAX_ENTRIES = 500_000
 class HardLinkIndex:
     """The inodes of files a deny rule covers for ``read`` inside the union, built lazily."""
 
-    def __init__(self, policy: "Policy") -> None:
+    def __init__(self, policy: Policy) -> None:
         self._policy = policy
         self._lock = threading.Lock()
         self._built = -1e18
@@ -83,10 +83,8 @@ class HardLinkIndex:
         starts = sorted(set(starts), key=len)
         roots = [s for i, s in enumerate(starts) if not any(is_within(s, t) for t in starts[:i])]
         inodes: dict[tuple[int, int], str] = {}
-        count = 0
         complete = True
-        for path, info in _walk(roots):
-            count += 1
+        for count, (path, info) in enumerate(_walk(roots), 1):
             if count > MAX_ENTRIES:
                 complete = False
                 break
@@ -96,7 +94,7 @@ class HardLinkIndex:
         self._inodes, self._complete, self._built = inodes, complete, time.monotonic()
 
 
-def _walk(roots: list[str]) -> "Iterator[tuple[str, os.stat_result]]":
+def _walk(roots: list[str]) -> Iterator[tuple[str, os.stat_result]]:
     """(path, stat) of every regular file below ``roots`` (or a root that is a file); links not followed."""
     for root in roots:
         try:

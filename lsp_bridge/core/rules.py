@@ -52,7 +52,7 @@ class CompiledRule:
         return None if length is None else (0, self.anchor_depth, length)
 
     def verdict(self, need: str) -> str | None:
-        verdict = getattr(self.rule, need)
+        verdict: str | None = getattr(self.rule, need)
         if verdict == "allow" and self.reduced:
             return "request"
         return verdict
@@ -73,7 +73,7 @@ class RuleSet:
                 reduced = rule.source == "project" and not scope.union.contains(anchor)
                 compiled = CompiledRule(rule, anchor, exact, excludes, includes, reduced, depth(anchor))
                 by_anchor.setdefault(anchor, []).append(compiled)
-        self._index = PrefixIndex(by_anchor)
+        self._index: PrefixIndex[list[CompiledRule]] = PrefixIndex(by_anchor)
 
     @staticmethod
     def _anchors(rule: PathRule, scope: Scope) -> list[str]:

@@ -23,8 +23,9 @@ from __future__ import annotations
 
 import os
 import tempfile
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Callable, Sequence
+from typing import Any
 
 from lsp_bridge.core import worktrees as wt
 from lsp_bridge.core.diagnostics import Diagnostic
@@ -44,7 +45,7 @@ class WorktreeRoot:
     locked: bool = False
     prunable: bool = False
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {
             "path": self.path,
             "checkout": self.checkout,
@@ -75,8 +76,8 @@ class Scope:
     def request_checkouts(self) -> tuple[str, ...]:
         return tuple(sorted({w.checkout for w in self.worktrees if w.mode == "request"}))
 
-    def to_json(self) -> dict:
-        data = {"roots": list(self.folders)}
+    def to_json(self) -> dict[str, Any]:
+        data: dict[str, Any] = {"roots": list(self.folders)}
         data.update(self.union.to_json())
         data["worktrees"] = [w.to_json() for w in self.worktrees]
         return data
@@ -137,7 +138,7 @@ def build_scope(folders: Sequence[str], config: Config, *, locate: Locator | Non
                  tuple(admin_dirs))
 
 
-def _canonical_folders(folders: Sequence[str]):
+def _canonical_folders(folders: Sequence[str]) -> Iterator[str]:
     for folder in folders:
         try:
             path = canonical(folder)
@@ -216,7 +217,7 @@ def _gitdir_pointer(folder: str) -> str | None:
     return os.path.realpath(os.path.join(folder, target))
 
 
-def _safe_locate(locate: Locator, path: str, diagnostics: list[Diagnostic]):
+def _safe_locate(locate: Locator, path: str, diagnostics: list[Diagnostic]) -> wt.GitLocation | None:
     """The folder's repository, read natively; undecided or refused adds nothing."""
     try:
         discovery = locate(canonical(path))

@@ -10,8 +10,8 @@ own project file still governs the paths inside it.
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Mapping, Sequence
 
 from lsp_bridge.core.config import ConfigKeeper, config_candidates
 from lsp_bridge.core.diagnostics import Diagnostic
@@ -69,7 +69,8 @@ class Session:
     def config_files(self) -> list[str]:
         """Every path where a configuration file is or would become active."""
         files: list[str] = []
-        for folder in [*self.folders, *self._extra] or [None]:
+        places: list[str | None] = [*self.folders, *self._extra]
+        for folder in places or [None]:
             for f in config_candidates(_config_root(folder) if folder else None, self.env):
                 if f not in files:
                     files.append(f)

@@ -11,13 +11,15 @@ from __future__ import annotations
 import json
 import re
 import tomllib
+from collections.abc import Callable
+from typing import Any
 
 from lsp_bridge.core.diagnostics import Diagnostic, Range
 
 _BARE_KEY = re.compile(r"[A-Za-z0-9_-]+")
 _BARE_VALUE = re.compile(r"[^,\]}\n#]*")
 
-KeyPath = tuple  # of str (keys) and int (array indexes)
+KeyPath = tuple[Any, ...]  # of str (keys) and int (array indexes)
 
 class _Locator:
     """Where keys and values sit in a TOML text, found by a small scanner.
@@ -135,7 +137,8 @@ class _Locator:
             if raw.startswith("'"):
                 return raw[1:-1]
             try:
-                return json.loads(raw)
+                key: str = json.loads(raw)
+                return key
             except ValueError:
                 return raw[1:-1]
         match = _BARE_KEY.match(self._text, self._i)
@@ -167,12 +170,13 @@ class _Locator:
             self._sequence(lambda index: self._key_value(path), "}")
         else:
             match = _BARE_VALUE.match(self._text, self._i)
+            assert match is not None  # the pattern matches the empty string too
             self._i = start + len(match.group().rstrip())
             if self._i == start:
                 raise ValueError("expected a value")
         self.values.setdefault(path, (start, self._i))
 
-    def _sequence(self, item, close: str) -> None:
+    def _sequence(self, item: Callable[[int], None], close: str) -> None:
         index = 0
         while True:
             self._skip(True)
@@ -243,7 +247,7 @@ _TOML_ERROR_AT = re.compile(
 )
 
 
-def parse_toml(text: str, file: str) -> tuple[dict | None, Diagnostic | None]:
+def parse_toml(text: str, file: str) -> tuple[dict[str, Any] | None, Diagnostic | None]:
     """(data, None), or (None, a syntax error diagnostic at the parser's position).
 
     Loading uses the standard library's strict TOML 1.0 parser (an order of
@@ -255,6 +259,7 @@ def parse_toml(text: str, file: str) -> tuple[dict | None, Diagnostic | None]:
     except tomllib.TOMLDecodeError as exc:
         match = _TOML_ERROR_AT.match(str(exc))
         rng = _end_range(text)
+        assert match is not None  # every part of the pattern is optional
         if match.group("line"):
             rng = Range.point(int(match.group("line")) - 1, int(match.group("column")) - 1)
         return None, _error("toml-syntax", f"invalid TOML: {match.group('message')}", file, rng)

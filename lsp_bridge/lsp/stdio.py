@@ -70,7 +70,9 @@ def early_initialize(stdin, stdout, replay_id: str) -> bytes:
         return raw  # not what we expected: let the real server deal with it
     if not isinstance(message, dict) or message.get("method") != "initialize" or "id" not in message:
         return raw
-    params = message.get("params") if isinstance(message.get("params"), dict) else {}
+    params = message.get("params")
+    if not isinstance(params, dict):
+        params = {}
     result = {"capabilities": capabilities(params), "serverInfo": {"name": "rootguard", "version": __version__}}
     stdout.write(frame({"jsonrpc": "2.0", "id": message["id"], "result": result}))
     stdout.flush()

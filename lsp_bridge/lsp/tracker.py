@@ -10,13 +10,15 @@ from __future__ import annotations
 
 import os
 import uuid
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Mapping, Sequence
 
 from lsp_bridge.core.diagnostics import Diagnostic
-from lsp_bridge.inventory.report import warnings_of
+from lsp_bridge.core.policy import Policy
+from lsp_bridge.core.scope import Scope
 from lsp_bridge.core.session import Session
 from lsp_bridge.core.union import Union, Widening
+from lsp_bridge.inventory.report import warnings_of
 
 
 @dataclass(frozen=True)
@@ -51,8 +53,20 @@ class RootTracker:
     # -- changes -------------------------------------------------------------
 
     @property
+    def scope(self) -> Scope:
+        scope = self.session.scope
+        assert scope is not None  # set_folders ran in __post_init__
+        return scope
+
+    @property
+    def policy(self) -> Policy:
+        policy = self.session.policy
+        assert policy is not None  # set_folders ran in __post_init__
+        return policy
+
+    @property
     def union(self) -> Union:
-        return self.session.scope.union
+        return self.scope.union
 
     def set_folders(self, folders: Sequence[str], *, initial: bool = False) -> Change:
         """New workspace folders. The first set (``initial``) is the baseline: no warning."""
@@ -98,7 +112,7 @@ class RootTracker:
         from lsp_bridge.core import worktrees
 
         found: list[str] = []
-        for folder in self.session.scope.folders:
+        for folder in self.scope.folders:
             location = worktrees.locate(folder).location
             if location is not None and location.common_dir not in found:
                 found.append(location.common_dir)
@@ -119,7 +133,7 @@ class RootTracker:
     # -- rendering -------------------------------------------------------------
 
     def status(self) -> dict:
-        scope = self.session.scope
+        scope = self.scope
         data: dict = {"version": 1, "session": self.session_id}
         data.update(scope.to_json())
         data["mounts"] = self.mounts
@@ -138,7 +152,7 @@ class RootTracker:
     def summary(self) -> str:
         count = len(self.session.folders)
         roots = f"{count} root{'s' if count != 1 else ''}"
-        if not self.session.scope.union.paths:
+        if not self.scope.union.paths:
             return "no root: every access is denied" if count else "no folder open"
         if not self.widened:
             return roots

@@ -25,9 +25,9 @@ import errno
 import os
 import secrets
 import stat
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Iterator
 
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
@@ -412,7 +412,7 @@ class Batch:
         self._staged: list[tuple[str, int, str, str | None, str]] = []  # (kind, dfd, name, temp, shown)
         self._made_dirs: list[tuple[str, list[str]]] = []  # (root, parts) created, in creation order
 
-    def __enter__(self) -> "Batch":
+    def __enter__(self) -> Batch:
         return self
 
     def __exit__(self, *exc) -> None:
@@ -484,7 +484,7 @@ class Batch:
 
     def abort(self) -> None:
         """Remove the temporary files and the directories the batch created."""
-        for kind, dfd, _, temp, _ in self._staged:
+        for _kind, dfd, _, temp, _ in self._staged:
             if temp is not None:
                 _unlink_quietly(dfd, temp)
         self._staged = []

@@ -451,7 +451,12 @@ class FileTools:
         try:
             result = _RUNNERS[plan.tool](self, plan)
         except safe_io.SafeIOError as err:  # the allow line is written; the code says what failed
-            raise ToolError(err.code, self.shown(err.message), plan.correlation_id) from None
+            message = err.message
+            for access in plan.accesses:  # a target outside the project is named as the agent gave it
+                for resolved, given in ((access.resolved, access.given), (access.dest, access.dest_given)):
+                    if resolved is not None and resolved.outside:
+                        message = message.replace(resolved.canonical.lstrip(os.sep), str(given))
+            raise ToolError(err.code, self.shown(message), plan.correlation_id) from None
         except ToolError as err:
             err.correlation_id = plan.correlation_id
             err.message = self.shown(err.message)

@@ -31,7 +31,10 @@ Decisions follow PRODUCT.md "Decision semantics" (seed 001):
   makes all of it wait for approval.
 
 ``decide_target`` is a pure function of (configuration, scope, resolved path,
-operation). ``decide`` adds the one piece of I/O, resolving symbolic links.
+operation), with one exception kept at an edge: a read of a target whose ``Target``
+says it has several hard links consults ``hardlinks.HardLinkIndex``, which walks the
+directories below deny rules once (cached). ``decide`` adds the other I/O:
+resolving symbolic links and reading the target's inode and link count.
 """
 
 from __future__ import annotations

@@ -112,17 +112,40 @@ def test_translation_keeps_comments_order_and_adds_reviewable_rules():
 
 def test_translation_of_each_boolean():
     text = migrate_text(
-        "[safety]\nallow_any_path = true\nallow_temp_directory = false\nfollow_symlinks = false\n", "/c.toml"
+        "[safety]\nallow_any_path = true\nallow_temp_directory = false\nfollow_symlinks = true\n", "/c.toml"
     ).new_text
-    assert "temp-directory" not in text and "follow_symlinks" not in text
+    assert "temp-directory" not in text and "follow_symlinks = true" in text
     assert "# REVIEW: migrated from [safety] allow_any_path = true" in text
     assert 'id = "any-path"\npath = "/"\npolicies = { read = "allow", write = "allow" }\n' in text
     assert "allow_external_roots" not in text
 
 
+@pytest.mark.parametrize("safety", ["follow_symlinks = false\n", ""])
+def test_follow_symlinks_false_is_refused_naming_the_boolean_and_nothing_is_written(capsys, project, safety):
+    """Version 2 follows links inside the workspace when no rule decides: no faithful translation exists."""
+    text = f"[safety]\nallow_temp_directory = false\n{safety}"
+    project.write_text(text, encoding="utf-8")
+    before = sorted(p.name for p in project.parent.iterdir())
+    for args in ([], ["--write"]):
+        code, out, err = run(capsys, *args, str(project))
+        assert code == 2 and "follow_symlinks" in err and "Nothing was written" in err
+    assert project.read_text(encoding="utf-8") == text
+    assert sorted(p.name for p in project.parent.iterdir()) == before
+
+
+def test_preview_lists_each_behaviour_change(capsys, project):
+    code, out, err = run(capsys, str(project))
+    assert code == 0
+    behaviour = [line.strip() for line in err.splitlines() if line.strip().startswith("behaviour:")]
+    assert any("temporary directory" in line for line in behaviour)
+    assert any("allow_external_roots" in line for line in behaviour)
+    assert any("rename across roots" in line for line in behaviour)
+    assert any("symbolic links" in line for line in behaviour)
+
+
 def test_existing_version_1_key_is_updated_in_place_with_its_comment():
     text = migrate_text('version = 1  # pinned\n[workspace]\nworktrees = "ignore"\n'
-                        '[safety]\nallow_temp_directory = false\n', "/c.toml").new_text
+                        '[safety]\nallow_temp_directory = false\nfollow_symlinks = true\n', "/c.toml").new_text
     assert text == 'version = 2  # pinned\n[workspace]\nworktrees = "ignore"\n'
 
 
@@ -132,14 +155,14 @@ def test_crlf_files_stay_crlf():
 
 
 def test_inline_paths_array_gets_inline_rules():
-    source = 'paths = [{ id = "a", path = "/srv" }]\n[safety]\nfollow_symlinks = false\n'
+    source = 'paths = [{ id = "a", path = "/srv" }]\n[safety]\nfollow_symlinks = true\n'
     result = migrate_text(source, "/c.toml")
     assert result.ok
     assert 'id = "temp-directory"' in result.new_text and "[[paths]]" not in result.new_text
 
 
 def test_rule_id_collision_gets_a_fresh_id():
-    source = '[[paths]]\nid = "temp-directory"\npath = "/mine"\n'
+    source = '[[paths]]\nid = "temp-directory"\npath = "/mine"\n[safety]\nfollow_symlinks = true\n'
     assert 'id = "temp-directory-2"' in migrate_text(source, "/c.toml").new_text
 
 
@@ -196,11 +219,11 @@ def test_preview_prints_a_diff_and_changes_nothing(capsys, project):
 @pytest.mark.parametrize(
     ("text", "expected"),
     [
-        (V1, 2),
+        (V1, 1),
         ('version = 2\n[workspace]\nroots = ["."]\n', 0),
-        ("[safety\n", 1),
-        ("version = 2\n[safety]\nallow_any_path = true\n", 1),
-        ('[workspace]\nroots = "."\n', 1),
+        ("[safety\n", 2),
+        ("version = 2\n[safety]\nallow_any_path = true\n", 2),
+        ('[workspace]\nroots = "."\n', 2),
     ],
 )
 def test_check_exit_codes(capsys, project, text, expected):
@@ -214,12 +237,12 @@ def test_check_exit_codes(capsys, project, text, expected):
 def test_check_of_a_missing_file_is_invalid(capsys, tmp_path):
     missing = tmp_path / "nope.toml"
     code, _, err = run(capsys, "--check", str(missing))
-    assert code == 1 and f"configuration file not found: {missing}" in err
+    assert code == 2 and f"configuration file not found: {missing}" in err
 
 
 def test_usage_errors_do_not_look_like_needs_migration(capsys, project):
     code, _, err = run(capsys, "--check", "--write", str(project))
-    assert code == 1 and "not allowed with" in err
+    assert code == 2 and "not allowed with" in err
 
 
 def test_write_keeps_a_backup_and_mode_and_replaces_atomically(capsys, project):
@@ -262,7 +285,7 @@ def test_write_through_a_symlink_keeps_the_link(tmp_path, project):
 def test_write_refuses_an_invalid_file(capsys, project):
     project.write_text("[safety]\nallow_any_path = maybe\n", encoding="utf-8")
     code, _, err = run(capsys, "--write", str(project))
-    assert code == 1 and "invalid TOML" in err
+    assert code == 2 and "invalid TOML" in err
     assert not Path(f"{project}.v1.bak").exists()
 
 
@@ -270,9 +293,9 @@ def test_default_file_is_the_user_config_never_the_cwd(capsys, home, project, mo
     monkeypatch.chdir(project.parent)  # a project file in cwd must not be picked up
     user = Path(user_config_path())
     user.parent.mkdir(parents=True)
-    user.write_text("[safety]\nallow_temp_directory = false\n", encoding="utf-8")
+    user.write_text("[safety]\nallow_temp_directory = false\nfollow_symlinks = true\n", encoding="utf-8")
     code, out, err = run(capsys, "--check")
-    assert code == 2 and f"configuration file: {user}" in err
+    assert code == 1 and f"configuration file: {user}" in err
     code, _, _ = run(capsys, "--write")
     assert code == 0 and user.read_text(encoding="utf-8") == "version = 2\n"
     assert project.read_text(encoding="utf-8") == V1
@@ -288,5 +311,5 @@ def test_rootguard_config_chooses_the_default_file(capsys, home, tmp_path, monke
 
 def test_missing_default_user_file_is_reported(capsys, home):
     code, _, err = run(capsys)
-    assert code == 1 and "configuration file not found" in err
+    assert code == 2 and "configuration file not found" in err
     assert os.fspath(Path(user_config_path())) in err

@@ -102,8 +102,8 @@ def test_pnpm_layout_suggests_the_narrow_mount_set(shop: Path):
         str(shop / "tsconfig.base.json"),
     )
     assert result.first_party == (
-        {"link": f"{checkout}/node_modules/@shop/tsconfig", "target": str(shop / "packages" / "tsconfig")},
-        {"link": f"{checkout}/node_modules/@shop/ui", "target": str(shop / "packages" / "ui")},
+        {"link": f"{checkout}/node_modules/@shop/tsconfig", "target": str(shop / "packages" / "tsconfig"), "via": "link"},
+        {"link": f"{checkout}/node_modules/@shop/ui", "target": str(shop / "packages" / "ui"), "via": "link"},
     )
     assert [item["link"] for item in result.unrescuable] == [f"{checkout}/node_modules/legacy"]
     assert "absolute link" in result.unrescuable[0]["reason"]
@@ -150,7 +150,7 @@ def test_scan_skips_git_stores_and_deep_node_modules(shop: Path):
     result = reconcile([str(checkout)], [], repo_toplevel=str(shop))
 
     assert [item["link"] for item in result.unrescuable] == [f"{checkout}/node_modules/legacy"]
-    assert {"link": f"{checkout}/src/deeply/nested/shared", "target": str(shop / "packages" / "ui")} in (
+    assert {"link": f"{checkout}/src/deeply/nested/shared", "target": str(shop / "packages" / "ui"), "via": "link"} in (
         result.first_party
     )
 
@@ -394,7 +394,7 @@ def test_to_json_matches_the_status_mounts_object(shop: Path):
     assert data["docker_args"][:2] == ["-v", f"{checkout}:/workspace/packages/checkout:rw"]
     assert set(data["suggested"][0]) == {"source", "target", "mode", "reason"}
     assert set(data["unrescuable"][0]) == {"link", "target", "reason"}
-    assert set(data["first_party"][0]) == {"link", "target"}
+    assert set(data["first_party"][0]) == {"link", "target", "via"}
     json.dumps(data)
 
 
@@ -416,3 +416,39 @@ def test_roots_from_two_repositories_get_one_directory_each(tmp_path: Path):
         (str(base / "api" / "src"), "/workspace/api/src"),
         (str(base / "web"), "/workspace/web"),
     ]
+
+
+# ---------------------------------------------------------------- MCP servers under rootguard run
+
+
+def test_wrapped_servers_match_the_union_and_unconfined_ones_are_warned_about(shop: Path):
+    from lsp_bridge.inventory.mounts import mcp_server_confinement
+
+    checkout = shop / "packages" / "checkout"
+    config = write(checkout / ".vscode" / "mcp.json", """{
+  // stdio servers
+  "servers": {
+    "confined": {"command": "rootguard", "args": ["run", "--root", "${workspaceFolder}", "--", "npx", "srv"]},
+    "too-wide": {"command": "/usr/local/bin/rootguard", "args": ["run", "--root", "${workspaceFolder}/../..", "--", "srv"]},
+    "bare": {"command": "npx", "args": ["-y", "@acme/fs-server"]},
+    "guarded": {"command": "rootguard", "args": ["mcp", "--root", "${workspaceFolder}"]},
+    "remote": {"type": "http", "url": "https://example.invalid/mcp"},
+  },
+}""")
+    write(checkout / ".mcp.json", json.dumps({"mcpServers": {"claude-side": {"command": "uvx", "args": ["srv"]}}}))
+
+    found = mcp_server_confinement(str(checkout), {}, [str(checkout)])
+
+    by_code = {}
+    for d in found:
+        by_code.setdefault(d.code, []).append(d)
+    [confined] = by_code["mcp-server-confined"]
+    assert confined.severity == "information" and "servers.confined" in confined.message
+    [wide] = by_code["mcp-server-confined-wider"]
+    assert wide.severity == "warning" and str(shop) in wide.message and wide.file == str(config)
+    unconfined = by_code["mcp-server-unconfined"]
+    assert [d.message.split(" runs")[0] for d in unconfined] == [
+        ".vscode/mcp.json servers.bare", ".mcp.json mcpServers.claude-side"]
+    assert all("rootguard run" in d.message for d in unconfined)
+    assert unconfined[0].range is not None and unconfined[0].range.start_line == 5
+    assert len(found) == 4  # the guarded server and the remote one say nothing

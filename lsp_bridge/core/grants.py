@@ -1,6 +1,8 @@
 """Persistent grants: an "always allow" answer becomes a ``[[paths]]`` rule in the user file.
 
-Only the user configuration file is ever written (seed 001: persistent grants
+``always_rules`` maps the answer to rule fields (one rule per distinct path,
+with the policies each target needs); ``write_always_rule`` writes one. Only
+the user configuration file is ever written (seed 001: persistent grants
 belong only in user-level configuration; a project file is refused). The file
 is edited with tomlkit so the user's comments and formatting survive, checked
 with the configuration validator before it replaces the old one, written
@@ -15,7 +17,7 @@ import os
 import tempfile
 import time
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import tomlkit
@@ -29,6 +31,15 @@ from lsp_bridge.core.settings import VERDICTS
 POLICY_NAMES = ("read", "write", "delete")
 FIELDS = ("id", "path", "policies", "includes", "excludes", "follow_symlinks", "comment")
 PROJECT_FILE_NAME = ".rootguard.toml"
+
+
+# What an "always" answer grants for each policy a target needs. A write grant
+# keeps deletion asking: omitting ``delete`` would let it inherit ``allow``.
+ALWAYS_POLICIES = {
+    "read": {"read": "allow"},
+    "write": {"write": "allow", "delete": "request"},
+    "delete": {"delete": "allow"},
+}
 
 
 class GrantError(ValueError):
@@ -59,6 +70,33 @@ def write_always_rule(user_config: str, rule_fields: Mapping[str, Any]) -> str:
     _check_result(new_text, old_text, target, rule_id, fields)
     _atomic_write(target, new_text)
     return rule_id
+
+
+def always_rules(targets: Iterable[tuple[str, str]], *, tool: str, client: str,
+                 today: str | None = None) -> list[dict[str, Any]]:
+    """The ``[[paths]]`` rule fields an "always" answer writes: one per distinct path.
+
+    ``targets``: (canonical path, need) pairs, need one of read, write, delete.
+    Each rule allows exactly the needs asked for (``ALWAYS_POLICIES``), never
+    follows symbolic links, and says in its comment who asked and when.
+    """
+    needs: dict[str, set[str]] = {}
+    for path, need in targets:
+        if need not in ALWAYS_POLICIES:
+            raise GrantError(f"{path}: cannot grant {need!r} for good (expected read, write or delete)")
+        needs.setdefault(path, set()).add(need)
+    note = (f"always allowed in the Root Guard tray on {today or time.strftime('%Y-%m-%d')}: "
+            f"{tool} from {client}")
+    rules = []
+    for path, wanted in needs.items():
+        policies: dict[str, str] = {}
+        for need in POLICY_NAMES:
+            if need in wanted:
+                for name, verdict in ALWAYS_POLICIES[need].items():
+                    if policies.get(name) != "allow":
+                        policies[name] = verdict
+        rules.append({"path": path, "policies": policies, "follow_symlinks": False, "comment": note})
+    return rules
 
 
 def default_user_config() -> str:

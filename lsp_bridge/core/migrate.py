@@ -103,10 +103,22 @@ def migrate_text(text: str, file: str) -> MigrationResult:
     written = data.get("safety", {})
     safety = {**V1_SAFETY_DEFAULTS, **written}
     changes: list[str] = []
+    if not safety["follow_symlinks"]:
+        said = "follow_symlinks = false" if "follow_symlinks" in written else "follow_symlinks absent (false in version 1)"
+        problem = Diagnostic(
+            "error", "migration-unfaithful",
+            f"cannot translate [safety] {said}: version 1 never follows a symbolic link that no rule allows, "
+            "version 2 follows links inside the workspace when no rule decides, so reads through links would "
+            "widen. Nothing was written. Add follow_symlinks = true under [safety] if links should be "
+            "followed, or keep this file at version 1",
+            file,
+        )
+        return MigrationResult(text, [], diagnostics + [problem], text)
 
     if "safety" in document:
         del document["safety"]
         changes.append(f"removed [safety] ({len(written)} setting(s))")
+    changes += _behaviour_changes(safety, written)
     if safety["follow_symlinks"]:
         changes += _follow_symlinks_on_rules(document)
     block, added = _new_rules(document, data, safety, written, newline)
@@ -122,6 +134,29 @@ def migrate_text(text: str, file: str) -> MigrationResult:
         separator = newline if body.endswith("\n") else newline * 2
         body += separator + block
     return _checked(MigrationResult(body, changes, diagnostics, text), file)
+
+
+def _behaviour_changes(safety: dict[str, bool], written: dict[str, Any]) -> list[str]:
+    """What decides differently after the migration, one line each (the preview lists them)."""
+    lines = []
+    if safety["allow_temp_directory"]:
+        lines.append("behaviour: the OS temporary directory stays allowed only through the new "
+                     "temp-directory rule (version 2 never allows it implicitly)")
+    else:
+        lines.append("behaviour: none for allow_temp_directory = false (version 2 never allows the temp directory)")
+    if safety["allow_any_path"]:
+        lines.append("behaviour: every path stays allowed only through the new any-path rule")
+    if written.get("allow_external_roots"):
+        lines.append("behaviour: workspace.roots outside the editor's folders no longer need "
+                     "allow_external_roots (version 2 takes them from the user file and ROOTGUARD_ROOTS "
+                     "as written; a project file still cannot widen)")
+    else:
+        lines.append("behaviour: workspace.roots from the user file or ROOTGUARD_ROOTS outside the editor's "
+                     "folders are used (version 1 ignored them without allow_external_roots = true)")
+    lines.append("behaviour: a rename across roots is decided by the rules (version 1 refused it)")
+    lines.append("behaviour: symbolic links are followed where rules set follow_symlinks = true and inside "
+                 "the workspace when no rule decides (follow_symlinks = true kept)")
+    return lines
 
 
 def _checked(result: MigrationResult, file: str) -> MigrationResult:
@@ -280,9 +315,8 @@ def write_migration(path: str) -> MigrationResult:
 
 
 class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> NoReturn:  # usage errors exit 1: 2 means "needs migration"
-        self.print_usage(sys.stderr)
-        self.exit(1, f"{self.prog}: error: {message}\n")
+    def error(self, message: str) -> NoReturn:  # bad input: one line, exit 2
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -294,7 +328,7 @@ def _parser() -> argparse.ArgumentParser:
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument("--write", action="store_true", help="apply, keeping FILE.v1.bak")
     mode.add_argument(
-        "--check", action="store_true", help="exit 0 if current, 2 if it needs migration, 1 if invalid"
+        "--check", action="store_true", help="exit 0 if current, 1 if it needs migration, 2 if invalid"
     )
     parser.add_argument("file", nargs="?", metavar="FILE")
     return parser
@@ -305,30 +339,42 @@ def _say(message: str) -> None:
 
 
 def main_migrate(args: list[str]) -> int:
-    """``rootguard config migrate [--write] [--check] [FILE]``; returns the exit code."""
+    """``rootguard config migrate [--write] [--check] [FILE]``; returns the exit code.
+
+    0: written, previewed or already current; 1: needs migration (``--check``);
+    2: bad input (usage, missing or unreadable file, invalid TOML or schema).
+    """
     try:
         options = _parser().parse_args(args)
     except SystemExit as stop:
-        return stop.code if isinstance(stop.code, int) else 1
+        return stop.code if isinstance(stop.code, int) else 2
+    if options.file is not None and not options.file:
+        _say("error: FILE is empty")
+        return 2
     try:
         path = os.path.abspath(options.file) if options.file else user_config_path(os.environ)
     except ValueError as exc:
         _say(f"error: {exc}")
-        return 1
+        return 2
     _say(f"configuration file: {path}")
     text, problem = read_config_text(path)
     if problem is not None:
         _say(problem.format())
-        return 1
+        return 2
     assert text is not None  # read_config_text returns text or a problem
     result = migrate_text(text, path)
     for diagnostic in result.diagnostics:
         _say(diagnostic.format())
+    if any(d.code == "migration-unfaithful" for d in result.diagnostics):
+        if options.check:  # it is version 1, so it needs migrating; the refusal above says what first
+            _say("needs migration to version 2 (refused as it stands: see above)")
+            return 1
+        return 2  # refused: a boolean cannot be translated faithfully; nothing written
     if not result.ok:
-        return 1
+        return 2
     if options.check:
         _say("needs migration to version 2" if result.changed else "current: version 2")
-        return 2 if result.changed else 0
+        return 1 if result.changed else 0
     if not result.changed:
         _say("already version 2: nothing to do")
         return 0
@@ -354,7 +400,7 @@ def _apply(path: str) -> int:
         for diagnostic in written.diagnostics:
             if diagnostic.severity == "error":
                 _say(diagnostic.format())
-        return 1
+        return 2
     for change in written.changes:
         _say(f"  {change}")
     _say(f"wrote {path} (original kept as {written.backup})")

@@ -21,7 +21,8 @@ from pygls.protocol import LanguageServerProtocol
 from pygls.uris import from_fs_path, to_fs_path
 
 from lsp_bridge import __version__
-from lsp_bridge.approvals.chain import ask_person, param
+from lsp_bridge.approvals.service import ApprovalService
+from lsp_bridge.lsp.approval import decide_access, param
 
 if TYPE_CHECKING:  # imported lazily at run time (start-up speed)
     from lsp_bridge.approvals.tray_link import TrayLink
@@ -35,6 +36,7 @@ STATUS = "rootguard/status"
 EXPLAIN = "rootguard/explain"
 INVENTORY = "rootguard/inventory"
 ACCESS = "rootguard/access"
+TRACE = "rootguard/trace"
 MIGRATE_COMMAND = "rootguard.migrateConfig"
 CONFIG_NAMES = (".rootguard.toml",)
 
@@ -67,11 +69,14 @@ class RootGuardServer(LanguageServer):
         )
         self._tracker: RootTracker | None = None
         self.folders: list[str] = []
-        self.session_grants: set[tuple[str, str]] = set()
+        self.approvals = ApprovalService(lambda: self.tracker.session, on_always=self._reload_after_always)
         self._inventory_cache: InventoryCache | None = None
         self._watcher: Watcher | None = None
         self._published: set[str] = set()
         self._inventory_task: asyncio.Future | None = None
+        self._mounts_generation = 0  # bumped by every change: older reconciliations are stale
+        self._recount_task: asyncio.Future | None = None
+        self._recount_again = False
         self._tray: TrayLink | None = None
 
     @property
@@ -117,28 +122,27 @@ class RootGuardServer(LanguageServer):
 
     def apply_change(self, change) -> None:
         """Status first, then (off the event loop) the slow parts."""
+        self._mounts_generation += 1
         if change.after.paths != change.before.paths:
-            self.session_grants.clear()  # grants end when the workspace changes
+            self.approvals.workspace_changed()  # session grants end when the workspace changes
             if self._tray is not None:
                 self._tray.set_folders(self.tracker.session.folders)
         self.send_status()
         self.publish_config_diagnostics()
         self.refresh_watches()
-        loop = asyncio.get_running_loop()
         if change.widened:
             if self._inventory_task is not None:
                 self._inventory_task.cancel()
             self._inventory_task = asyncio.ensure_future(self._inventory_then_mounts())
         else:
-            loop.run_in_executor(None, self._reconcile_mounts, loop)
+            self.schedule_mounts()
 
     async def _inventory_then_mounts(self) -> None:
         """The warning matters most: mounts wait for it rather than share the CPU."""
         try:
             await self.run_inventory(warn=True)
         finally:
-            loop = asyncio.get_running_loop()
-            loop.run_in_executor(None, self._reconcile_mounts, loop)
+            self.schedule_mounts()
 
     async def run_inventory(self, *, warn: bool) -> None:
         from lsp_bridge.inventory.scan import InventoryCache
@@ -146,10 +150,6 @@ class RootGuardServer(LanguageServer):
         if self._inventory_cache is None:
             self._inventory_cache = InventoryCache()
         cache = self._inventory_cache
-        if warn:
-            # A new widening: count afresh. Watches are shallow (watch.py), so
-            # only file events between widenings are applied incrementally.
-            cache.invalidate()
         reference, current = self.tracker.inventory_span()
         progress = await self._progress_begin("Root Guard: measuring what the new root hands over")
         loop = asyncio.get_running_loop()
@@ -158,11 +158,18 @@ class RootGuardServer(LanguageServer):
             if progress:
                 loop.call_soon_threadsafe(self._progress_report, progress, message)
 
+        def measure():
+            # Everything that takes the cache's lock runs here, never on the event
+            # loop: a running scan holds it for as long as the scan takes.
+            if warn:
+                # A new widening: count afresh. Watches are shallow (watch.py), so
+                # only file events between widenings are applied incrementally.
+                cache.invalidate()
+            return cache.report(reference, current, progress=report_progress)
+
         started = time.perf_counter()
         try:
-            report = await loop.run_in_executor(
-                None, lambda: cache.report(reference, current, progress=report_progress)
-            )
+            report = await loop.run_in_executor(None, measure)
             log.info("inventory of %s took %.0f ms", ", ".join(current), (time.perf_counter() - started) * 1000)
         except Exception as err:  # never let a scan error hide the warning
             log.exception("inventory failed")
@@ -180,7 +187,12 @@ class RootGuardServer(LanguageServer):
             self.warn(self.tracker.warning_message(report.describe()))
         self.send_status()
 
-    def _reconcile_mounts(self, loop) -> None:
+    def schedule_mounts(self) -> None:
+        """Reconcile mounts off the event loop for the workspace as it is now."""
+        loop = asyncio.get_running_loop()
+        loop.run_in_executor(None, self._reconcile_mounts, loop, self._mounts_generation)
+
+    def _reconcile_mounts(self, loop, generation: int) -> None:
         from lsp_bridge.inventory.report import mounts_report
 
         try:
@@ -188,9 +200,11 @@ class RootGuardServer(LanguageServer):
         except Exception:
             log.exception("mount reconciliation failed")
             return
-        loop.call_soon_threadsafe(self._mounts_ready, reconciliation)
+        loop.call_soon_threadsafe(self._mounts_ready, reconciliation, generation)
 
-    def _mounts_ready(self, reconciliation) -> None:
+    def _mounts_ready(self, reconciliation, generation: int) -> None:
+        if generation != self._mounts_generation:
+            return  # the workspace changed while it ran: a newer reconciliation follows
         self.tracker.set_mounts(reconciliation)
         self.send_status()
 
@@ -224,6 +238,11 @@ class RootGuardServer(LanguageServer):
         except ImportError:
             return
         self._tray = TrayLink.start(self)
+        self.approvals.tray = self._tray.client
+
+    def _reload_after_always(self) -> None:
+        """The tray wrote a rule to the user file: decide with it from now on."""
+        self.apply_change(self.tracker.reload())
 
     # -- watching ------------------------------------------------------------
 
@@ -258,14 +277,31 @@ class RootGuardServer(LanguageServer):
             or os.path.basename(p) == "worktrees"
             for p in batch
         )
-        if self._inventory_cache is not None:
-            for path in batch:
-                self._inventory_cache.file_changed(path)
-        change = self.tracker.reload() if structural else None
+        if self._inventory_cache is not None and self._inventory_cache.queue_changes(batch):
+            # Applied in a worker (or by the next report): a running scan holds the
+            # cache's lock, and the event loop must never wait for it.
+            asyncio.get_running_loop().run_in_executor(None, self._inventory_cache.apply_queued)
+        change = self.tracker.reload(trusted=False) if structural else None
         if change is not None:
             self.apply_change(change)
+            for line in self.tracker.session.held():  # never applied silently: the person sees it
+                self.warn(f"Root Guard: {line}. Save the file in the editor to accept it.")
         if self.tracker.widened and self._inventory_cache is not None and not (change and change.widened):
-            asyncio.ensure_future(self.run_inventory(warn=False))
+            self.recount()
+
+    def recount(self) -> None:
+        """Recount the inventory after file events: one run at a time, one more if events came meanwhile."""
+        if self._recount_task is not None and not self._recount_task.done():
+            self._recount_again = True  # a run is waiting for (or doing) the scan: go once more after it
+            return
+        self._recount_task = asyncio.ensure_future(self._recount_while_changing())
+
+    async def _recount_while_changing(self) -> None:
+        while True:
+            self._recount_again = False
+            await self.run_inventory(warn=False)
+            if not self._recount_again:
+                return
 
     def shutdown_watches(self) -> None:
         if self._watcher is not None:
@@ -305,9 +341,8 @@ async def on_initialized(ls: RootGuardServer, params: types.InitializedParams) -
     ls.refresh_watches()  # before the first status: nothing changed after it goes unseen
     ls.send_status()
     ls.publish_config_diagnostics()
-    loop = asyncio.get_running_loop()
-    loop.run_in_executor(None, ls._reconcile_mounts, loop)
-    loop.run_in_executor(None, _warm_up_inventory)  # the first widening should not pay the imports
+    ls.schedule_mounts()
+    asyncio.get_running_loop().run_in_executor(None, _warm_up_inventory)  # the first widening should not pay the imports
     ls.connect_tray()
 
 
@@ -455,4 +490,38 @@ def on_inventory(ls: RootGuardServer, params: Any):
 @server.feature(ACCESS)
 async def on_access(ls: RootGuardServer, params: Any):
     """Decide an access for a tool; request-level ones go to a person."""
-    return await ask_person(ls, params)
+    return await decide_access(ls, params)
+
+
+@server.feature(TRACE)
+async def on_trace(ls: RootGuardServer, params: Any):
+    """Trace a command (``rootguard trace``) under this window's roots, or under ``roots`` when given.
+
+    Params: ``{"command": [program, arg...], "roots": [path...]?}``. Answers the
+    ``rootguard trace --json`` object, or ``{"error": text, "exit": 2|125}``.
+    """
+    from lsp_bridge.core.session import open_session
+    from lsp_bridge.trace.run import TraceError, TraceUnavailable, run_trace
+
+    command = param(params, "command")
+    roots = param(params, "roots")
+    if not isinstance(command, list) or not command or not all(isinstance(a, str) and a for a in command):
+        return {"error": "trace needs a command: a list of non-empty strings", "exit": 2}
+    if roots is not None:
+        if not isinstance(roots, list) or not all(isinstance(r, str) for r in roots):
+            return {"error": "roots must be a list of absolute directories", "exit": 2}
+        paths = [str(to_fs_path(r) or "") if r.startswith("file:") else r for r in roots]
+        if not all(os.path.isabs(p) and os.path.isdir(p) for p in paths):
+            return {"error": "roots must be absolute existing directories", "exit": 2}
+        session = open_session(paths, ls.tracker.env)
+    else:
+        session = ls.tracker.session
+    if not session.folders:
+        return {"error": "no workspace folder to trace under", "exit": 2}
+    try:
+        result = await asyncio.to_thread(run_trace, session, command, capture=True)
+    except TraceUnavailable as err:
+        return {"error": str(err), "exit": 125}
+    except TraceError as err:
+        return {"error": str(err), "exit": 2}
+    return result.to_json()

@@ -13,10 +13,11 @@ tool results. What it adds is the session around the calls:
   with an ``InputRequiredResult`` on the first tool call. A roots change
   rebuilds the policy session: session grants are dropped and ids of removed
   roots become unknown (an id is never reused for another folder).
-* **Approvals.** A ``request`` plan goes to the tray (``lsp_bridge.approvals.client``) with the
-  tool name and a deadline; with no tray, to the MCP client by elicitation
-  (``elicitation/create`` on handshake versions, an ``InputRequiredResult`` on
-  2026-07-28); with neither, it is denied with ``no_approver``.
+* **Approvals.** A ``request`` plan goes to the one approval service
+  (``lsp_bridge.approvals.service``): session grants, then the tray, then the
+  MCP client by elicitation (``elicitation/create`` on handshake versions, an
+  ``InputRequiredResult`` on 2026-07-28; the front-end step below), else it is
+  denied with ``no_approver``.
 * **Audit and mirror mode** live in ``file_tools``/``audit``.
 """
 
@@ -45,6 +46,17 @@ from mcp.shared.message import ServerMessageMetadata
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from lsp_bridge import __version__ as VERSION
+from lsp_bridge.approvals.service import (
+    ApprovalRequest,
+    ApprovalService,
+    Deferred,
+    Outcome,
+    Reply,
+    SessionGrants,
+    Step,
+    TimeLimit,
+    targets_of,
+)
 from lsp_bridge.core.paths import canonical, is_within
 from lsp_bridge.mcp.audit import AuditLog
 from lsp_bridge.mcp.file_tools import Caller, FileTools, Limits, ToolError
@@ -57,6 +69,7 @@ if TYPE_CHECKING:  # imported lazily at run time
 log = logging.getLogger("rootguard.mcp")
 
 SERVER_NAME = "rootguard"
+CLIENT = "the MCP client"
 ROOTS_KEY = "rootguard/roots"
 APPROVAL_KEY = "rootguard/approval"
 MAX_PENDING = 256
@@ -115,6 +128,8 @@ class GuardedServer:
         self.audit = audit or AuditLog()
         self.session_id = uuid.uuid4().hex[:16]
         self.taken_ids: dict[str, str] = {}
+        self.approvals = ApprovalService(lambda: self.tools.session, grants=SessionGrants(),
+                                         on_always=lambda: self.tools.session.reload_configs())
         self.tools = self._build(self.server_roots)
         self.roots_state = "unknown"  # unknown | fresh | stale (client roots)
         self.tray_socket = tray_socket
@@ -124,6 +139,7 @@ class GuardedServer:
         self._pending: dict[str, _Pending] = {}
         self._lock = anyio.Lock()
         self._task_group: anyio.abc.TaskGroup | None = None
+        self._held_shown: list[str] = []
         self.server = self._server()
 
     # -- wiring ------------------------------------------------------------------
@@ -177,20 +193,36 @@ class GuardedServer:
         if params.name == "list_projects":
             return _ok(self.tools.list_projects())
         tools = self.tools
-        plan = tools.plan(params.name, params.arguments or {}, self._caller(ctx))
-        approval = approver = None
-        if plan.verdict == "request":
-            answer = await self._approve(ctx, params, plan, state, modern)
-            if isinstance(answer, types.InputRequiredResult):
-                return answer
-            approval, approver = answer
+        caller = self._caller(ctx)
         try:
+            # Decisions and I/O run in worker threads: a long search or a big read never holds the other calls.
+            plan = await anyio.to_thread.run_sync(tools.plan, params.name, params.arguments or {}, caller)
+            held = tools.session.held()
+            if held != self._held_shown:  # a held configuration change: the person sees it in the tray
+                self._held_shown = held
+                if self.tray is not None:
+                    await self._publish()
+            approval = approver = None
+            if plan.verdict == "request":
+                request = ApprovalRequest(plan.tool, plan.operation, targets_of(plan.approval_targets()),
+                                          plan.rule, plan.reason, plan.describe())
+                outcome: Outcome | Deferred
+                if state is not None and state.kind == "approval":  # the retried call brings the answer
+                    outcome = self.approvals.answered(request, self._client_answer(params, plan, state), CLIENT)
+                else:
+                    outcome = await self.approvals.ask(request, self._client_step(ctx, plan, modern), approver=CLIENT)
+                if isinstance(outcome, Deferred):
+                    return outcome.value
+                approval, approver = outcome.answer, outcome.approver
             if tools is not self.tools:
                 raise tools.reject(plan, "workspace_changed", "the workspace roots changed while this call waited "
                                    "for approval; call list_projects and try again", approval, approver)
-            return _ok(tools.conclude(plan, approval, approver))
+            return _ok(await anyio.to_thread.run_sync(tools.conclude, plan, approval, approver))
         except ToolError as err:
             return _error(err)
+        except Exception as exc:  # noqa: BLE001 - every failure is a coded error with an audit line
+            log.warning("%s failed unexpectedly: %s", params.name, type(exc).__name__)
+            return _error(tools.failure(params.name, params.arguments, caller, exc))
 
     async def _startup_guard(self, ctx, call_next):
         """With no --root, a client that offers no roots cannot be served: refuse to start."""
@@ -228,7 +260,7 @@ class GuardedServer:
 
     def _build(self, roots: Sequence[str]) -> FileTools:
         return FileTools(roots, env=self.env, audit=self.audit, mirror=self.mirror, limits=self.limits,
-                         taken_ids=self.taken_ids)
+                         taken_ids=self.taken_ids, grants=self.approvals.grants)
 
     async def _refresh_roots(self, ctx) -> None:
         """Handshake era: ask ``roots/list`` when the client offers roots and they may have changed."""
@@ -280,75 +312,52 @@ class GuardedServer:
                 log.warning("ignoring the client root %s: it is outside every --root", path)
         if tuple(effective) == self.tools.roots:
             return False
+        self.approvals.workspace_changed()  # session grants end with the roots they were given for
         self.tools = self._build(effective)
         self._pending = {k: v for k, v in self._pending.items() if v.kind != "approval"}
         return True
 
     # -- approvals ---------------------------------------------------------------
 
-    async def _approve(self, ctx, params, plan, state: _Pending | None, modern: bool):
-        """(answer, approver), or an ``InputRequiredResult`` asking the client."""
-        if state is not None and state.kind == "approval":
-            return self._client_answer(params, plan, state), "the MCP client"
-        timeout = self._approval_timeout()
-        if self.tray is not None and self.tray.connected:
-            answer = await self._ask_tray(plan, timeout)
-            if answer != "no_approver":
-                return answer, "the Root Guard tray"
-        if _offers_elicitation(ctx):
-            if modern:
-                nonce = self._remember(_Pending("approval", plan.fingerprint(), time.monotonic() + timeout))
-                request = types.ElicitRequest(params=_approval_form(plan, timeout))
-                return types.InputRequiredResult(input_requests={APPROVAL_KEY: request}, request_state=nonce)
-            return await self._elicit_now(ctx, plan, timeout), "the MCP client"
-        return "no_approver", None
+    def _client_step(self, ctx, plan, modern: bool) -> Step | None:
+        """MCP elicitation as the approval service's front-end step; None when the client cannot ask."""
+        if not _offers_elicitation(ctx):
+            return None
 
-    async def _ask_tray(self, plan, timeout: float) -> str:
-        from lsp_bridge.approvals.client import Target
+        async def ask(request: ApprovalRequest, limit: TimeLimit) -> Reply | Deferred | None:
+            if modern:  # 2026-07-28: the question travels with this call's reply
+                nonce = self._remember(_Pending("approval", plan.fingerprint(), time.monotonic() + limit.hard_stop))
+                question = types.ElicitRequest(params=_approval_form(plan, limit))
+                return Deferred(types.InputRequiredResult(input_requests={APPROVAL_KEY: question}, request_state=nonce))
+            return await self._elicit_now(ctx, plan, limit)
 
-        targets = [Target(t["path"], t["relative"], t["root"], t["need"]) for t in plan.approval_targets()]
-        tray = self.tray
-        try:
-            if tray is None:
-                raise ConnectionError("no tray connection")
-            decision = await tray.request_access(
-                plan.tool, plan.operation, targets, rule=plan.rule, reason=plan.reason,
-                timeout=timeout, timeout_seconds=timeout,
-            )
-        except Exception as exc:  # noqa: BLE001 - an approval that cannot be asked is denied
-            log.warning("the approval request could not be sent to the tray: %s", exc)
-            return "deny"
-        return decision.answer
+        return ask
 
-    async def _elicit_now(self, ctx, plan, timeout: float) -> str:
+    async def _elicit_now(self, ctx, plan, limit: TimeLimit) -> Reply | None:
         try:
             result = await ctx.session.send_request(
-                types.ElicitRequest(params=_approval_form(plan, timeout)),
+                types.ElicitRequest(params=_approval_form(plan, limit)),
                 types.ElicitResult,
-                request_read_timeout_seconds=timeout,
+                request_read_timeout_seconds=limit.hard_stop,
                 metadata=ServerMessageMetadata(related_request_id=ctx.request_id),
             )
         except NoBackChannelError:
-            return "no_approver"
+            return None
         except MCPError as exc:
-            return "timeout" if exc.code == types.REQUEST_TIMEOUT else "deny"
+            return Reply("timeout" if exc.code == types.REQUEST_TIMEOUT else "deny")
         except Exception as exc:  # noqa: BLE001 - a malformed answer is a denial
             log.warning("the client's approval answer was unusable: %s", exc)
-            return "deny"
-        return _elicited(result)
+            return Reply("deny", "the MCP client's answer was unusable: denied")
+        return Reply(_elicited(result))
 
-    def _client_answer(self, params, plan, state: _Pending) -> str:
+    def _client_answer(self, params, plan, state: _Pending) -> Reply:
         """The retried call's answer to our elicitation, if it is for this very call and in time."""
         if state.fingerprint != plan.fingerprint():
-            return "deny"
+            return Reply("deny", "the answer was for another call: denied")
         if time.monotonic() > state.deadline:
-            return "timeout"
+            return Reply("timeout")
         answer = (params.input_responses or {}).get(APPROVAL_KEY)
-        return _elicited(answer) if isinstance(answer, types.ElicitResult) else "deny"
-
-    def _approval_timeout(self) -> float:
-        configs = self.tools.session.configs()
-        return float(configs[0][1].approval_timeout) if configs else 30.0
+        return Reply(_elicited(answer) if isinstance(answer, types.ElicitResult) else "deny")
 
     def _remember(self, pending: _Pending) -> str:
         while len(self._pending) >= MAX_PENDING:
@@ -365,9 +374,9 @@ class GuardedServer:
         try:
             from lsp_bridge.approvals.client import TrayClient
 
-            tray = TrayClient(self.session_id, "rootguard mcp", self.tools.roots, socket=self.tray_socket)
-            self.tray = tray
-            await tray.start()
+            self.tray = TrayClient(self.session_id, "rootguard mcp", self.tools.roots, socket=self.tray_socket)
+            self.approvals.tray = self.tray
+            await self.tray.start()
             await self._publish()
         except Exception as exc:  # noqa: BLE001 - no tray is a normal condition
             log.info("no tray: %s", exc)
@@ -377,7 +386,8 @@ class GuardedServer:
         if self.tray is None:
             return
         status = self.tools.session.scope.to_json() if self.tools.session.scope else {"roots": []}
-        status.update({"roots": list(self.tools.roots), "widened": False, "warnings": []})
+        status.update({"roots": list(self.tools.roots), "widened": False,
+                       "warnings": [f"Root Guard: {line}" for line in self.tools.session.held()]})
         if roots_changed:
             await self.tray.set_folders(self.tools.roots)
         await self.tray.publish_status(status)
@@ -428,9 +438,9 @@ def _offers_elicitation(ctx) -> bool:
     return caps is not None and caps.elicitation is not None
 
 
-def _approval_form(plan, timeout: float) -> types.ElicitRequestFormParams:
+def _approval_form(plan, limit: TimeLimit) -> types.ElicitRequestFormParams:
     message = (f"Root Guard: an agent asks for access that needs your approval "
-               f"(denied in {timeout:g} s without an answer). {plan.describe()}")
+               f"(denied in {limit.seconds:g} s without an answer). {plan.describe()}")
     return types.ElicitRequestFormParams(message=message, requested_schema=APPROVAL_SCHEMA)
 
 
@@ -579,6 +589,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="also log what a plain roots-union check would have decided, and every disagreement")
     p.add_argument("--max-read-bytes", type=int, default=Limits.read_bytes, metavar="N",
                    help=f"largest file read_file returns (default {Limits.read_bytes})")
+    p.add_argument("--max-write-bytes", type=int, default=Limits.write_bytes, metavar="N",
+                   help=f"largest file write_file, edit_file and apply_patch write (default {Limits.write_bytes}, "
+                        "16 MiB); larger writes fail with file_too_large")
     p.add_argument("--tray-socket", metavar="PATH", help="the tray's socket (default: $ROOTGUARD_TRAY_SOCKET, "
                                                          "else the per-user socket)")
     p.add_argument("--no-tray", action="store_true", help="never ask the tray for approvals")
@@ -599,11 +612,19 @@ def check_roots(given: Sequence[str]) -> tuple[list[str], list[str]]:
     return roots, errors
 
 
+def _configuration_errors(roots: Sequence[str]) -> list:
+    from lsp_bridge.core.session import open_session
+
+    return [d for d in open_session(roots).config_diagnostics() if d.severity == "error"]
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     roots, errors = check_roots(args.root)
     if args.max_read_bytes < 1:
         errors.append("--max-read-bytes must be at least 1")
+    if args.max_write_bytes < 1:
+        errors.append("--max-write-bytes must be at least 1")
     for error in errors:
         print(f"rootguard mcp: {error}", file=sys.stderr)
     if errors:
@@ -611,11 +632,16 @@ def main(argv: list[str] | None = None) -> int:
     if not roots and sys.stdin.isatty():
         print(NO_ROOTS, file=sys.stderr)
         return 2
+    broken = _configuration_errors(roots)
+    for diagnostic in broken:  # an invalid configuration never starts a server (it would deny all)
+        print(f"rootguard mcp: {diagnostic.format()}", file=sys.stderr)
+    if broken:
+        return 2
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr, format="rootguard mcp: %(message)s")
     server = GuardedServer(
         roots,
         mirror=args.mirror,
-        limits=Limits(read_bytes=args.max_read_bytes),
+        limits=Limits(read_bytes=args.max_read_bytes, write_bytes=args.max_write_bytes),
         tray_socket=args.tray_socket,
         use_tray=not args.no_tray,
     )

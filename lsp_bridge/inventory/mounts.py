@@ -751,7 +751,7 @@ def _plan_link(link: str, layout: _Layout, plan: _Plan) -> None:
 def _add_unrescuable(plan: _Plan, link: str, target: str, reason: str) -> None:
     if link not in plan.unrescuable:
         plan.unrescuable[link] = {"link": link, "target": target, "reason": reason}
-        plan.diagnostics.append(Diagnostic("warning", "mount-unrescuable-link", f"{link}: {reason}", link))
+        plan.diagnostics.append(Diagnostic("warning", "mount-unrescuable-link", reason, link))
 
 
 def _plan_config_file(opened: str, real: str, layout: _Layout, plan: _Plan) -> None:
@@ -807,7 +807,7 @@ def _first_party_note(item: dict) -> Diagnostic:
     return Diagnostic(
         "information",
         "mount-first-party-link",
-        f"{item['link']} points at {what} ({item['target']}): first-party source; mount it read-only and add "
+        f"points at {what} ({item['target']}): first-party source; mount it read-only and add "
         "it as a root only if you would hand it over on purpose, or build outside the sandbox",
         item["link"],
     )

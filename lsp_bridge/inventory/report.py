@@ -8,12 +8,41 @@ from __future__ import annotations
 from lsp_bridge.core.diagnostics import Diagnostic
 
 
+# Findings of the mount plan: worth a warning only when something is mounted.
+MOUNT_FINDINGS = ("mount-unrescuable-link", "mount-file-outside-repository", "mount-scan-truncated")
+
+
 def warnings_of(diagnostics) -> list[dict]:
+    """Errors and warnings for a status: the message says where once, never the severity again."""
     return [
-        {"severity": d.severity, "code": d.code, "message": d.format() if d.file else d.message}
+        {"severity": d.severity, "code": d.code, "message": _where(d) + d.message, "file": d.file}
         for d in diagnostics
         if d.severity in ("error", "warning")
     ]
+
+
+def _where(d: Diagnostic) -> str:
+    if not d.file or d.message.startswith(d.file):
+        return ""
+    where = d.file
+    if d.range is not None:
+        where += f":{d.range.start_line + 1}:{d.range.start_column + 1}"
+    return where + ": "
+
+
+def quiet_mount_findings(reconciliation) -> tuple[Diagnostic, ...]:
+    """The reconciliation's diagnostics, mount-plan findings lowered to information when
+    no mount or container is configured (they stay in the report, not in the warnings)."""
+    if reconciliation.mounts:
+        return tuple(reconciliation.diagnostics)
+    from dataclasses import replace
+
+    return tuple(
+        replace(d, severity="information")
+        if d.severity == "warning" and (d.code in MOUNT_FINDINGS or d.code.startswith("tsconfig-"))
+        else d
+        for d in reconciliation.diagnostics
+    )
 
 
 def roots_report(session, *, with_mounts: bool = True) -> dict:
@@ -24,7 +53,7 @@ def roots_report(session, *, with_mounts: bool = True) -> dict:
     data["mounts"] = mounts.to_json() if mounts is not None else None
     diags = list(session.diagnostics)
     if mounts is not None:
-        diags += [d for d in mounts.diagnostics if d not in diags]
+        diags += [d for d in quiet_mount_findings(mounts) if d not in diags]
     data["warnings"] = warnings_of(diags)
     return data
 

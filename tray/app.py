@@ -6,7 +6,7 @@ import sys
 import time
 
 from . import qtcompat  # noqa: F401  (first: guards PySide6 6.12 on Python 3.11)
-from PySide6.QtCore import QObject, QTimer
+from PySide6.QtCore import QObject, Qt, QTimer
 from PySide6.QtGui import QFont
 from PySide6.QtWidgets import QMenu, QSystemTrayIcon
 
@@ -26,6 +26,7 @@ NO_TRAY = (
 )
 MENU_LINES = 8  # lines per section in a session's submenu
 RECENT_IN_MENU = 10
+MENU_TEXT_PX = 520  # menu entries are elided to this width: a menu fits a 1280×800 screen
 
 # What an "always" answer writes for each policy a target needs. A write grant
 # keeps deletion asking: omitting ``delete`` would let it inherit ``allow``.
@@ -183,7 +184,8 @@ class TrayApp(QObject):
         menu.addSeparator()
         recent = menu.addMenu("Recent decisions")
         for r in list(queue.recent)[:RECENT_IN_MENU]:
-            recent.addAction(f"{clock_text(r.when)}  {ANSWER_TEXT.get(r.answer, r.answer)}: {r.operation} {paths_text(r.paths)}")
+            text = f"{clock_text(r.when)}  {ANSWER_TEXT.get(r.answer, r.answer)}: {r.operation} {paths_text(r.paths)}"
+            _add(recent, text)
         if not queue.recent:
             recent.addAction("none yet").setEnabled(False)
         missed = menu.addAction(f"Missed requests ({len(queue.missed)})…")
@@ -193,7 +195,8 @@ class TrayApp(QObject):
         menu.addAction("Quit").triggered.connect(self.quit)
 
     def _session_menu(self, menu: QMenu, info) -> None:
-        sub = menu.addMenu(f"{info.label} — {info.summary}")
+        sub = menu.addMenu(_elided(menu, f"{info.label} — {info.summary}"))
+        sub.setToolTipsVisible(True)
         if info.widened:
             sub.setIcon(self.icons["widened"])
         for section in describe(info):
@@ -201,7 +204,7 @@ class TrayApp(QObject):
                 continue
             _bold(sub.addAction(section.title)).setEnabled(False)
             for line in section.lines[:MENU_LINES]:
-                sub.addAction("    " + line).triggered.connect(lambda _=False, c=info.conn: self.window.show_session(c))
+                _add(sub, "    " + line).triggered.connect(lambda _=False, c=info.conn: self.window.show_session(c))
             if len(section.lines) > MENU_LINES:
                 sub.addAction(f"    … {len(section.lines) - MENU_LINES} more").triggered.connect(
                     lambda _=False, c=info.conn: self.window.show_session(c)
@@ -212,7 +215,8 @@ class TrayApp(QObject):
         sub.addAction("Show details…").triggered.connect(lambda _=False, c=info.conn: self.window.show_session(c))
 
     def _acknowledge(self, conn: int) -> None:
-        self.broker.registry.acknowledge(conn)
+        """Acknowledged here: the session records the union, the tray remembers it."""
+        self.broker.acknowledge(conn)
         self.refresh()
 
     def quit(self) -> None:
@@ -225,6 +229,19 @@ class TrayApp(QObject):
         self.broker.stop("the tray quit")
         self.prompt.show_pending(None)
         QApplication.quit()
+
+
+def _elided(widget, text: str) -> str:
+    """``text`` cut in the middle to fit ``MENU_TEXT_PX`` (paths keep their start and their end)."""
+    return widget.fontMetrics().elidedText(text, Qt.ElideMiddle, MENU_TEXT_PX)
+
+
+def _add(menu: QMenu, text: str):
+    """A menu entry elided to the menu width; the whole text in its tooltip."""
+    action = menu.addAction(_elided(menu, text))
+    if action.text() != text:
+        action.setToolTip(text.strip())
+    return action
 
 
 def _bold(action):

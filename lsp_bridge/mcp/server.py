@@ -55,6 +55,7 @@ ROOTS_KEY = "rootguard/roots"
 APPROVAL_KEY = "rootguard/approval"
 MAX_PENDING = 256
 ROOTS_TIMEOUT = 10.0
+TRAY_MARGIN = 5.0  # seconds the requester waits beyond the tray's countdown
 NO_ROOTS = (
     "rootguard mcp: no roots. Start it with --root DIR (an absolute path; repeat for more), "
     "or connect a client that offers MCP roots. The current directory is never used."
@@ -305,7 +306,9 @@ class GuardedServer:
         try:
             decision = await self.tray.request_access(
                 plan.tool, plan.operation, targets, rule=plan.rule, reason=plan.reason,
-                timeout=timeout, timeout_seconds=timeout,
+                # The tray's countdown decides first (a missed-request record); this is the hard stop.
+                timeout=timeout + TRAY_MARGIN, timeout_seconds=timeout,
+                preview=self._preview(plan),
             )
         except Exception as exc:  # noqa: BLE001 - an approval that cannot be asked is denied
             log.warning("the approval request could not be sent to the tray: %s", exc)
@@ -337,6 +340,27 @@ class GuardedServer:
             return "timeout"
         answer = (params.input_responses or {}).get(APPROVAL_KEY)
         return _elicited(answer) if isinstance(answer, types.ElicitResult) else "deny"
+
+    def _preview(self, plan) -> str | None:
+        """What a write or edit changes, for the prompt (never sent to the agent)."""
+        from lsp_bridge.approvals.preview import is_config_file, write_preview
+        from lsp_bridge.core.config import user_config_path
+        from lsp_bridge.mcp.file_tools import apply_edits
+
+        if plan.tool not in ("write_file", "edit_file") or not plan.accesses or plan.accesses[0].resolved is None:
+            return None
+        path = plan.accesses[0].resolved.path
+        before = _read_for_preview(path)
+        try:
+            if plan.tool == "write_file":
+                after = plan.args["content"]
+            elif before is None:
+                return None
+            else:
+                after = apply_edits(before, plan.args["edits"], os.path.basename(path))
+        except Exception:  # noqa: BLE001 - an edit that will fail anyway: no preview
+            return None
+        return write_preview(path, before, after, config=is_config_file(path, user_config_path(self.tools.session.env)))
 
     def _approval_timeout(self) -> float:
         configs = self.tools.session.configs()
@@ -417,6 +441,17 @@ def _offers_roots(ctx) -> bool:
 def _offers_elicitation(ctx) -> bool:
     caps = ctx.session.client_capabilities
     return caps is not None and caps.elicitation is not None
+
+
+def _read_for_preview(path: str, limit: int = 1 << 20) -> str | None:
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read(limit + 1)
+    except OSError:
+        return None
+    if len(data) > limit or b"\0" in data:
+        return None
+    return data.decode("utf-8", "replace")
 
 
 def _approval_form(plan, timeout: float) -> types.ElicitRequestFormParams:

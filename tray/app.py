@@ -26,7 +26,7 @@ NO_TRAY = (
 )
 MENU_LINES = 8  # lines per section in a session's submenu
 RECENT_IN_MENU = 10
-MENU_TEXT_PX = 520  # menu entries are elided to this width: a menu fits a 1280×800 screen
+MENU_TEXT_PX = 560  # menu entries are elided to this width: a menu fits a 1280×800 screen
 
 # What an "always" answer writes for each policy a target needs. A write grant
 # keeps deletion asking: omitting ``delete`` would let it inherit ``allow``.
@@ -195,7 +195,7 @@ class TrayApp(QObject):
         menu.addAction("Quit").triggered.connect(self.quit)
 
     def _session_menu(self, menu: QMenu, info) -> None:
-        sub = menu.addMenu(_elided(menu, f"{info.label} — {info.summary}"))
+        sub = menu.addMenu(_elided(menu, f"{info.label} — {info.summary}", Qt.ElideRight))
         sub.setToolTipsVisible(True)
         if info.widened:
             sub.setIcon(self.icons["widened"])
@@ -231,9 +231,9 @@ class TrayApp(QObject):
         QApplication.quit()
 
 
-def _elided(widget, text: str) -> str:
-    """``text`` cut in the middle to fit ``MENU_TEXT_PX`` (paths keep their start and their end)."""
-    return widget.fontMetrics().elidedText(text, Qt.ElideMiddle, MENU_TEXT_PX)
+def _elided(widget, text: str, mode=Qt.ElideMiddle) -> str:
+    """``text`` cut to fit ``MENU_TEXT_PX`` (in the middle by default: paths keep their start and end)."""
+    return widget.fontMetrics().elidedText(text, mode, MENU_TEXT_PX)
 
 
 def _add(menu: QMenu, text: str):

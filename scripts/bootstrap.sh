@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Set up what Root Guard needs on a fresh Debian machine, idempotently:
 # system packages (when run as root), then a project virtualenv in .venv.
-# Usage: scripts/bootstrap.sh [--test]   (--test adds test-only packages)
+# Usage: scripts/bootstrap.sh [--test]   (--test adds test-only packages: pytest, the linters, npm packages)
 set -euo pipefail
 here="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$here"
@@ -9,7 +9,7 @@ cd "$here"
 want_test=0
 [ "${1:-}" = "--test" ] && want_test=1
 
-packages=(git python3-venv)
+packages=(git python3-venv bubblewrap)  # bubblewrap: the mount-set sandbox test
 if [ "$want_test" = 1 ]; then
   # Qt offscreen/xcb runtime, a virtual X server for tray screenshots, Neovim for the
   # third-party LSP client smoke test, Node for the VS Code extension.
@@ -37,11 +37,22 @@ if [ ! -x .venv/bin/python ]; then
   "$python" -m venv .venv
 fi
 stamp=.venv/.rootguard-installed
-extras=lsp,tray,mcp
+extras=tray,mcp
 [ "$want_test" = 1 ] && extras=test
 # The test extras include the others, so a test install serves the demo too.
 if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ] || ! grep -qxE "$extras|test" "$stamp"; then
   .venv/bin/python -m pip install -q --upgrade pip >/dev/null
   .venv/bin/python -m pip install -q -e ".[$extras]"
   echo "$extras" > "$stamp"
+fi
+
+# The VS Code extension's locked npm packages (eslint, the TypeScript toolchain) for the
+# tests and scripts/lint.sh; reinstalled when package-lock.json changes.
+if [ "$want_test" = 1 ] && command -v npm >/dev/null 2>&1; then
+  lock_stamp=vscode-extension/node_modules/.rootguard-package-lock.json
+  if ! cmp -s vscode-extension/package-lock.json "$lock_stamp"; then
+    echo "bootstrap: installing the VS Code extension's npm packages" >&2
+    (cd vscode-extension && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error >/dev/null)
+    cp vscode-extension/package-lock.json "$lock_stamp"
+  fi
 fi

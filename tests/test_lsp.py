@@ -519,7 +519,9 @@ async def test_a_window_started_wide_warns_like_a_live_change(monorepo):
 
 async def test_an_acknowledged_union_started_again_is_quiet_and_a_narrower_one_too(monorepo):
     async with Window() as first:
-        first.answer = lambda params: types.MessageActionItem(title="Acknowledge") if params.actions[-1].title == "Acknowledge" else None
+        first.answer = lambda params: (
+            types.MessageActionItem(title="Acknowledge") if params.actions[-1].title == "Acknowledge" else None
+        )
         await first.start([monorepo.narrow, monorepo.repo])
         acked = await first.next_status(0, lambda s: s["acknowledged"] and s["union"], "acknowledged status")
         assert monorepo.repo in acked["reference"]

@@ -19,8 +19,8 @@ writes the file (``lsp_bridge/lsp/acknowledgements.py``); here are the rules.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Iterable, Mapping, Sequence
 
 FORMAT_VERSION = 1
 

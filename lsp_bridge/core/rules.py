@@ -11,9 +11,8 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
-
 
 try:  # pathspec >= 1.0 renamed the gitwildmatch pattern class
     from pathspec.patterns.gitignore.spec import GitIgnoreSpecPattern as GlobPattern
@@ -28,7 +27,7 @@ _STRICTNESS = {"allow": 0, "request": 1, "deny": 2}
 Specificity = tuple[int, int, int]
 
 
-def _compile(patterns: Sequence[str]) -> tuple[tuple[re.Pattern, bool], ...]:
+def _compile(patterns: Sequence[str]) -> tuple[tuple[re.Pattern[str], bool], ...]:
     compiled = []
     for text in patterns:
         pattern = GlobPattern(text)
@@ -37,7 +36,7 @@ def _compile(patterns: Sequence[str]) -> tuple[tuple[re.Pattern, bool], ...]:
     return tuple(compiled)
 
 
-def _matches(patterns: tuple[tuple[re.Pattern, bool], ...], rel: str) -> bool:
+def _matches(patterns: tuple[tuple[re.Pattern[str], bool], ...], rel: str) -> bool:
     """gitwildmatch semantics: the last pattern that matches decides."""
     matched = False
     for regex, include in patterns:
@@ -59,8 +58,8 @@ class CompiledRule:
     rule: PathRule
     anchor: str  # folded canonical anchor (possibly remapped onto a worktree)
     exact: bool
-    excludes: tuple[tuple[re.Pattern, bool], ...]
-    includes: tuple[tuple[tuple[tuple[re.Pattern, bool], ...], int], ...]  # longest literal prefix first
+    excludes: tuple[tuple[re.Pattern[str], bool], ...]
+    includes: tuple[tuple[tuple[tuple[re.Pattern[str], bool], ...], int], ...]  # longest literal prefix first
     reduced: bool  # a project allow outside the host baseline: allow becomes request
     anchor_depth: int
 
@@ -80,7 +79,7 @@ class CompiledRule:
         return None
 
     def verdict(self, need: str) -> str | None:
-        verdict = getattr(self.rule, need)
+        verdict: str | None = getattr(self.rule, need)
         if verdict == "allow" and self.reduced:
             return "request"
         return verdict
@@ -103,7 +102,7 @@ class RuleSet:
                 reduced = rule.source == "project" and not scope.union.contains(anchor)
                 compiled = CompiledRule(rule, anchor, exact, excludes, includes, reduced, depth(anchor))
                 by_anchor.setdefault(anchor, []).append(compiled)
-        self._index = PrefixIndex(by_anchor)
+        self._index: PrefixIndex[list[CompiledRule]] = PrefixIndex(by_anchor)
 
     @staticmethod
     def _anchors(rule: PathRule, scope: Scope) -> list[str]:

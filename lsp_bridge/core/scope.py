@@ -23,8 +23,9 @@ from __future__ import annotations
 
 import os
 import tempfile
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Callable, Sequence
+from typing import Any
 
 from lsp_bridge.core import worktrees as wt
 from lsp_bridge.core.diagnostics import Diagnostic
@@ -44,7 +45,7 @@ class WorktreeRoot:
     locked: bool = False
     prunable: bool = False
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {
             "path": self.path,
             "checkout": self.checkout,
@@ -73,8 +74,8 @@ class Scope:
     def request_checkouts(self) -> tuple[str, ...]:
         return tuple(sorted({w.checkout for w in self.worktrees if w.mode == "request"}))
 
-    def to_json(self) -> dict:
-        data = {"roots": list(self.folders)}
+    def to_json(self) -> dict[str, Any]:
+        data: dict[str, Any] = {"roots": list(self.folders)}
         data.update(self.union.to_json())
         data["worktrees"] = [w.to_json() for w in self.worktrees]
         return data
@@ -113,9 +114,9 @@ def build_scope(folders: Sequence[str], config: Config, *, locate: Locator | Non
             worktree_roots.append(root)
             if config.worktrees == "ignore" or sibling.path not in usable or not os.path.isdir(target):
                 continue
-            why = f"{config.worktrees}d linked worktree of {toplevel}" if config.worktrees == "include" else (
-                f"linked worktree of {toplevel} (approval required)"
-            )
+            what = "main checkout" if sibling.is_main else "linked worktree"
+            why = f"{what} of the repository of {toplevel}"
+            why = f"included {why}" if config.worktrees == "include" else f"{why} (approval required)"
             extra.append(Candidate(target, "worktree", why))
 
     union = compute_union([*base, *extra])
@@ -124,7 +125,7 @@ def build_scope(folders: Sequence[str], config: Config, *, locate: Locator | Non
     return Scope(valid_folders, union, tuple(worktree_roots), tuple(remaps), tuple(diagnostics), approval_only)
 
 
-def _canonical_folders(folders: Sequence[str]):
+def _canonical_folders(folders: Sequence[str]) -> Iterator[str]:
     for folder in folders:
         try:
             path = canonical(folder)
@@ -139,9 +140,14 @@ def _v1_widening(config: Config, diagnostics: list[Diagnostic]) -> list[Candidat
     if config.version != 1:
         return []
     if config.allow_any_path:
-        diagnostics.append(
-            Diagnostic("warning", "any-path", "version 1 allow_any_path = true: every path on this machine is allowed")
+        message = (
+            "version 1 allow_any_path = true in the project file: a project file cannot widen the "
+            "boundary, so every path outside it needs approval"
+            if config.safety_source == "project"
+            else "version 1 allow_any_path = true: every path on this machine is allowed"
         )
+        diagnostics.append(Diagnostic("warning", "any-path", message, config.project_file
+                                      if config.safety_source == "project" else config.user_file))
         return [Candidate(os.sep, "any-path", "version 1 [safety] allow_any_path = true")]
     if config.allow_temp_directory:
         return [Candidate(tempfile.gettempdir(), "temp", "version 1 allows the OS temporary directory")]
@@ -178,7 +184,7 @@ def _base_candidates(
     return cands
 
 
-def _safe_locate(locate: Locator, path: str, diagnostics: list[Diagnostic]):
+def _safe_locate(locate: Locator, path: str, diagnostics: list[Diagnostic]) -> wt.GitLocation | None:
     """The folder's repository, read natively; undecided or refused adds nothing."""
     try:
         discovery = locate(canonical(path))

@@ -10,8 +10,8 @@ own project file still governs the paths inside it.
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Mapping, Sequence
 
 from lsp_bridge.core.config import ConfigKeeper, config_candidates
 from lsp_bridge.core.diagnostics import Diagnostic

@@ -67,6 +67,7 @@ import os
 import stat
 import subprocess
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import Literal, NamedTuple
@@ -548,7 +549,7 @@ def _too_wide(path: str, home: str | None) -> str | None:
     return None
 
 
-def _ancestors(start: str):
+def _ancestors(start: str) -> Iterator[str]:
     current = start
     while True:
         yield current
@@ -944,12 +945,13 @@ def _lock_state(admin: str) -> tuple[bool, str | None, Signature | None]:
 
 
 def _note_wide_checkouts(location: GitLocation, home: str | None, notes: list[Diagnostic]) -> None:
-    named = [("toplevel", location.toplevel), ("main worktree", location.main_worktree)]
+    named: list[tuple[str | LinkedWorktree, str | None]] = [
+        ("toplevel", location.toplevel), ("main worktree", location.main_worktree)]
     named += [(w, w.path) for w in location.worktrees]  # labelled only when wide
     seen: set[str] = set()
     for label, path in named:
         wide = _too_wide(path, home) if path else None
-        if wide and path not in seen:
+        if wide and path is not None and path not in seen:
             seen.add(path)
             if isinstance(label, LinkedWorktree):
                 label = f"worktree {label.name!r}"
@@ -1037,7 +1039,7 @@ def _git_env() -> dict[str, str]:
     return env
 
 
-def _run_git(folder: str, git: str, timeout: float, *args: str) -> subprocess.CompletedProcess:
+def _run_git(folder: str, git: str, timeout: float, *args: str) -> subprocess.CompletedProcess[str]:
     try:
         return subprocess.run(
             [git, "-C", folder, "rev-parse", *args],

@@ -12,8 +12,8 @@ from __future__ import annotations
 import fcntl
 import logging
 import os
+from collections.abc import Iterable, Sequence
 from contextlib import contextmanager
-from typing import Iterable, Sequence
 
 from lsp_bridge.core import acknowledged
 from lsp_bridge.core.acknowledged import Acknowledgement

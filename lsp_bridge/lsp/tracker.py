@@ -11,13 +11,16 @@ from __future__ import annotations
 import os
 import time
 import uuid
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from lsp_bridge.core import acknowledged
 from lsp_bridge.core.acknowledged import Acknowledgement
 from lsp_bridge.core.diagnostics import Diagnostic
 from lsp_bridge.core.paths import canonical, is_within
+from lsp_bridge.core.policy import Policy
+from lsp_bridge.core.scope import Scope
 from lsp_bridge.core.session import Session
 from lsp_bridge.core.union import Candidate, Union, Widening, compute_union
 from lsp_bridge.inventory.report import quiet_mount_findings, warnings_of
@@ -72,8 +75,20 @@ class RootTracker:
     # -- changes -------------------------------------------------------------
 
     @property
+    def scope(self) -> Scope:
+        scope = self.session.scope
+        assert scope is not None  # set_folders ran in __post_init__
+        return scope
+
+    @property
+    def policy(self) -> Policy:
+        policy = self.session.policy
+        assert policy is not None  # set_folders ran in __post_init__
+        return policy
+
+    @property
     def union(self) -> Union:
-        return self.session.scope.union
+        return self.scope.union
 
     def set_folders(self, folders: Sequence[str], *, initial: bool = False) -> Change:
         """New workspace folders. The first set (``initial``) is compared with what was acknowledged."""
@@ -155,7 +170,7 @@ class RootTracker:
         from lsp_bridge.core import worktrees
 
         found: list[str] = []
-        for folder in self.session.scope.folders:
+        for folder in self.scope.folders:
             location = worktrees.locate(folder).location
             if location is not None and location.common_dir not in found:
                 found.append(location.common_dir)
@@ -177,7 +192,7 @@ class RootTracker:
     # -- rendering -------------------------------------------------------------
 
     def status(self) -> dict:
-        scope = self.session.scope
+        scope = self.scope
         data: dict = {"version": 1, "session": self.session_id}
         data.update(scope.to_json())
         data["mounts"] = self.mounts
@@ -204,11 +219,14 @@ class RootTracker:
         return shown
 
     def summary(self) -> str:
-        """The status bar text; its count is the number of union entries it stands for."""
-        count = len(self.union.paths)
+        """The status bar text: the folders, and the union's entries when they differ."""
+        count = len(self.session.folders)
+        entries = len(self.scope.union.paths)
         roots = f"{count} root{'s' if count != 1 else ''}"
-        if not self.union.paths:
-            return "no root: every access is denied" if self.session.folders else "no folder open"
+        if entries and entries != count:  # worktrees or configured roots: say what the union holds
+            roots += f", union of {entries} entr{'ies' if entries != 1 else 'y'}"
+        if not self.scope.union.paths:
+            return "no root: every access is denied" if count else "no folder open"
         if not self.widened:
             return roots
         if not self.pending:

@@ -12,6 +12,8 @@ const context = await esbuild.context({
   target: 'node18',
   outfile: 'dist/extension.js',
   external: ['vscode'],
+  // ESM builds first: jsonc-parser's UMD main requires './impl/format' at run time, which a bundle cannot resolve
+  mainFields: ['module', 'main'],
   minify: production,
   sourcemap: !production,
   sourcesContent: false,

@@ -69,7 +69,8 @@ function renderRunning(status: Status, folderCount: number, paths: Paths): Statu
   let text: string;
   let background: Background;
   if (status.widened) {
-    text = `$(warning) ${widenedText(status)}`;
+    // still wide (a folder inside another stays a widening), but the user accepted it
+    text = `$(warning) ${widenedText(status)}${status.acknowledged === true ? ' · acknowledged' : ''}`;
     background = 'warning';
   } else if (status.roots.length === 0 || folderCount === 0) {
     text = '$(shield) no folder';

@@ -114,3 +114,14 @@ describe('WideningNotifier', () => {
     assert.strictEqual(warnings()[0].message, "Root Guard: adding shop widened the agent's boundary ×6.2 — +3,509 files");
   });
 });
+
+describe('status bar after an acknowledgement', () => {
+  it('keeps the warning background for a folder inside another, and says it was acknowledged', () => {
+    // eslint-disable-next-line @typescript-eslint/no-require-imports
+    const { renderStatus } = require('../src/status');
+    const view = renderStatus({ kind: 'running', status: { ...widenedStatus(), acknowledged: true } }, 2);
+    assert.strictEqual(view.background, 'warning');
+    assert.match(view.text, / · acknowledged$/);
+    assert.doesNotMatch(renderStatus({ kind: 'running', status: widenedStatus() }, 2).text, /acknowledged/);
+  });
+});

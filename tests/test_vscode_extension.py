@@ -99,3 +99,29 @@ def test_typescript_unit_tests_pass(built):
     done = npm("test")
     assert " passing" in done.stdout
     assert " failing" not in done.stdout
+
+
+def test_vsix_carries_the_language_server_and_its_dependencies(built, tmp_path):
+    """Installing the .vsix is the whole install: the bundle runs on a bare interpreter (no site-packages)."""
+    import re
+    import sys
+    import tomllib
+
+    with zipfile.ZipFile(built) as vsix:
+        names = set(vsix.namelist())
+        vsix.extractall(tmp_path)
+    for name in ("bundled/tool/launch.py", "bundled/libs/lsp_bridge/__init__.py", "bundled/libs/pygls/__init__.py",
+                 "bundled/libs/watchdog/__init__.py", "bundled/libs/detect_secrets/__init__.py"):
+        assert f"extension/{name}" in names, name
+    assert not any(n.endswith((".so", ".pyd", ".pyc")) for n in names), "pure Python only"
+    # every base dependency of the project is pinned in the bundle's requirements
+    base = tomllib.loads((EXTENSION.parent / "pyproject.toml").read_text())["project"]["dependencies"]
+    pinned = (EXTENSION / "bundled" / "requirements.txt").read_text().lower().replace("_", "-")
+    for dependency in base:
+        name = re.split(r"[<>=~! \[]", dependency, maxsplit=1)[0].lower().replace("_", "-")
+        assert f"\n{name}==" in pinned, f"{name} is a dependency of rootguard but not in bundled/requirements.txt"
+    launcher = tmp_path / "extension" / "bundled" / "tool" / "launch.py"
+    done = subprocess.run([sys.executable, "-S", str(launcher), "lsp_bridge", "--help"],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert "language server" in done.stdout

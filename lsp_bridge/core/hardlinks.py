@@ -10,13 +10,14 @@ A project file's deny rules are walked from their anchor, wherever it lies, so a
 root's hard link to the repository's denied ``.env`` is refused too; a user rule is
 walked only where it meets the union.
 
-What this cannot detect (documented): a hard link to a file *outside* the union that
-no rule covers, or that only a user rule anchored above the union covers (the other
-name is unknown without scanning the whole disk), a denied file created or replaced
-since the index was built (the index is rebuilt at most every ``TTL`` seconds when a
-multiply-linked file is read), and more than ``MAX_ENTRIES`` entries below the deny rules' anchors (then every multiply-linked file is refused:
-fail closed). Writes through a hard link are safe already: a write replaces the name
-(temporary file + rename), never the shared inode.
+What this cannot detect (documented): a hard link to a file *outside* the union that no
+rule covers, or that only a user rule anchored above the union covers (the other name is
+unknown without scanning the whole disk), a denied file created or replaced since the
+index was built (the index is rebuilt at most every ``TTL`` seconds when a multiply-
+linked file is read), and more than ``MAX_ENTRIES`` entries below the deny rules'
+anchors (then every multiply-linked file is refused: fail closed). Writes through a hard
+link are safe already: a write replaces the name (temporary file + rename), never the
+shared inode.
 
 This is an I/O edge of the engine: it walks the directories below deny rules (links
 not followed) to learn their files' inodes.

@@ -117,7 +117,6 @@ describe('WideningNotifier', () => {
 
 describe('status bar after an acknowledgement', () => {
   it('keeps the warning background for a folder inside another, and says it was acknowledged', () => {
-    // eslint-disable-next-line @typescript-eslint/no-require-imports
     const { renderStatus } = require('../src/status');
     const view = renderStatus({ kind: 'running', status: { ...widenedStatus(), acknowledged: true } }, 2);
     assert.strictEqual(view.background, 'warning');

@@ -141,7 +141,7 @@ async function addFolderThroughTheUi(page, folder) {
   for (let attempt = 1; ; attempt += 1) {
     await add.click({ timeout: 10_000 }).catch(() => undefined);
     try {
-      await page.waitForURL(/[?&]workspace=/, { timeout: 6_000, waitUntil: 'commit' });
+      await page.waitForURL(/[?&]workspace=/, { timeout: 20_000, waitUntil: 'commit' });
       return;
     } catch (error) {
       if (!(await add.isVisible().catch(() => false))) {

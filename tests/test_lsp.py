@@ -370,41 +370,57 @@ async def test_project_allow_beyond_the_folders_is_reported_as_reduced(client, t
 # --- start-up -----------------------------------------------------------------------
 
 
-def raw_initialize(env_value: str, params: dict) -> dict:
-    """The initialize result over raw stdio, with the early answer on or off."""
+def raw_messages(params: dict, *requests: dict) -> list[dict]:
+    """Talk to the server over raw stdio: initialize with ``params``, then ``requests``, then shutdown."""
     import json
     import subprocess
 
-    from lsp_bridge.lsp.stdio import frame, read_message
+    def frame(message: dict) -> bytes:
+        body = json.dumps(message).encode()
+        return b"Content-Length: %d\r\n\r\n" % len(body) + body
 
-    env = dict(os.environ, ROOTGUARD_LSP_EARLY_INIT=env_value)
-    proc = subprocess.Popen(SERVER, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env)
+    def read(stream) -> dict:
+        length = None
+        while (line := stream.readline()) not in (b"\r\n", b""):
+            name, _, value = line.decode().partition(":")
+            if name.lower() == "content-length":
+                length = int(value)
+        assert length is not None, "the server closed stdout"
+        return json.loads(stream.read(length))
+
+    proc = subprocess.Popen(SERVER, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    answers = []
     try:
-        proc.stdin.write(frame({"jsonrpc": "2.0", "id": 7, "method": "initialize", "params": params}))
-        proc.stdin.flush()
-        answer = json.loads(read_message(proc.stdout).split(b"\r\n\r\n", 1)[1])
-        proc.stdin.write(frame({"jsonrpc": "2.0", "id": 8, "method": "shutdown"}))
-        proc.stdin.flush()
-        second = json.loads(read_message(proc.stdout).split(b"\r\n\r\n", 1)[1])
-        assert second["id"] == 8, "the replayed initialize's answer leaked to the client"
+        for message in ({"jsonrpc": "2.0", "id": 7, "method": "initialize", "params": params}, *requests,
+                        {"jsonrpc": "2.0", "id": 99, "method": "shutdown"}):
+            proc.stdin.write(frame(message))
+            proc.stdin.flush()
+            if "id" in message:
+                while "id" not in (answer := read(proc.stdout)) or answer["id"] != message["id"]:
+                    pass  # notifications
+                answers.append(answer)
         proc.stdin.write(frame({"jsonrpc": "2.0", "method": "exit"}))
         proc.stdin.close()
         proc.wait(10)
     finally:
         proc.kill()
-    assert answer["id"] == 7
-    return answer["result"]
+    return answers
 
 
 @pytest.mark.parametrize(
-    "client_caps",
-    [{}, {"general": {"positionEncodings": ["utf-8", "utf-16"]}}, {"general": {"positionEncodings": ["utf-32"]}}],
+    "client_caps, encoding",
+    [({}, "utf-16"), ({"general": {"positionEncodings": ["utf-8", "utf-16"]}}, "utf-8"),
+     ({"general": {"positionEncodings": ["utf-32"]}}, "utf-32")],
 )
-def test_early_initialize_announces_what_pygls_would(client_caps):
+def test_initialize_is_answered_by_pygls_with_our_capabilities(client_caps, encoding):
     params = {"processId": None, "capabilities": client_caps, "workspaceFolders": None}
-    early = raw_initialize("1", params)
-    late = raw_initialize("0", params)
-    assert early == late
+    answer, shutdown = raw_messages(params)
+    result = answer["result"]
+    assert result["serverInfo"]["name"] == "rootguard"
+    assert result["capabilities"]["positionEncoding"] == encoding
+    assert result["capabilities"]["executeCommandProvider"]["commands"] == ["rootguard.migrateConfig"]
+    assert result["capabilities"]["workspace"]["workspaceFolders"] == {"supported": True, "changeNotifications": True}
+    assert shutdown == {"jsonrpc": "2.0", "id": 99, "result": None}
 
 
 # --- approvals through a real tray (issue 4) ------------------------------------------

@@ -53,6 +53,7 @@ from typing import Any
 import platformdirs
 
 from lsp_bridge.core.diagnostics import Diagnostic, Range, has_errors
+from lsp_bridge.core.globs import glob_problem
 from lsp_bridge.core.paths import canonical
 from lsp_bridge.core.settings import (
     DENY_ALL,
@@ -63,10 +64,6 @@ from lsp_bridge.core.settings import (
     PathRule,
 )
 
-try:  # pathspec >= 1.0 deprecates the old name; both compile the same gitwildmatch glob
-    from pathspec.patterns.gitignore.spec import GitIgnoreSpecPattern as _GlobPattern
-except ImportError:  # pragma: no cover - pathspec 0.12
-    from pathspec.patterns import GitWildMatchPattern as _GlobPattern
 
 PROJECT_FILE_NAME = ".rootguard.toml"
 MAX_CONFIG_BYTES = 1024 * 1024
@@ -533,15 +530,7 @@ def _resolve(ck: _Checker, text: str, path: KeyPath, base_dir: str | None) -> tu
 
 
 def _check_glob(ck: _Checker, pattern: str, path: KeyPath) -> bool:
-    problem = None
-    if pattern.startswith("!"):
-        problem = "negated globs are not supported; use `excludes`"
-    else:
-        try:
-            if _GlobPattern(pattern).include is None:
-                problem = "it matches nothing"
-        except Exception as exc:  # noqa: BLE001 - pathspec raises ValueError or re.error
-            problem = str(exc) or type(exc).__name__
+    problem = glob_problem(pattern)
     if problem is None:
         return True
     ck.error("bad-glob", f"`{_display(path)}` is not a valid glob ({_shown(pattern)}): {problem}", path)
@@ -699,6 +688,7 @@ def _check_rule(ck, where, value, source, file, base_dir, follow_default) -> Pat
         base_dir=anchor[1],
         source=source,
         file=file,
+        is_file=os.path.lexists(anchor[0]) and not os.path.isdir(anchor[0]),  # resolved here, not in rules.py
     )
 
 

@@ -35,14 +35,13 @@ from typing import Iterable, Sequence
 from lsp_bridge.core.paths import fold, is_within, realpath
 from lsp_bridge.core.rules import RuleSet
 from lsp_bridge.core.scope import Scope
-from lsp_bridge.core.settings import Config, PathRule
+from lsp_bridge.core.settings import STRICTNESS, Config, PathRule, Verdict
 
 _ = PathRule  # re-exported for callers building rules
 
 OPERATIONS = ("read", "write", "delete", "rename", "metadata")
 _NEEDS = {"read": "read", "write": "write", "metadata": "write", "delete": "delete"}
 _MUTATING = {"write", "metadata", "delete", "rename"}
-_STRICTNESS = {"allow": 0, "request": 1, "deny": 2}
 
 
 class PolicyInputError(ValueError):
@@ -51,7 +50,7 @@ class PolicyInputError(ValueError):
 
 @dataclass(frozen=True)
 class Decision:
-    decision: str  # allow | request | deny
+    decision: Verdict
     path: str  # canonical
     op: str
     rule: str | None
@@ -80,7 +79,7 @@ class Decision:
 
 @dataclass(frozen=True)
 class BatchDecision:
-    decision: str
+    decision: Verdict
     items: tuple[Decision, ...]
     reason: str
 
@@ -189,7 +188,7 @@ class Policy:
         span = self.span_conflict([source.canonical, dest.canonical])
         if span:
             return Decision("deny", src.path, "rename", None, span, None, src.root, dst)
-        worst = max((src, dst), key=lambda d: _STRICTNESS[d.decision])
+        worst = max((src, dst), key=lambda d: STRICTNESS[d.decision])
         reason = f"source: {src.reason}; destination: {dst.reason}"
         return Decision(worst.decision, src.path, "rename", worst.rule, reason, worst.rule_source, src.root, dst)
 
@@ -212,7 +211,7 @@ class Policy:
                     verdict, rule = "deny", lrule
                     reason = f"{link} is a symbolic link and the rule governing it does not set follow_symlinks"
                     break
-                if _STRICTNESS[lv] > _STRICTNESS[verdict]:
+                if STRICTNESS[lv] > STRICTNESS[verdict]:
                     verdict, rule, reason = lv, lrule, f"through the symbolic link {link}: {lreason}"
         return Decision(verdict, target.canonical, shown_op, rule.id if rule else None, reason,
                         rule.source if rule else None, root)

@@ -2,48 +2,26 @@
 
 Specificity orders matching rules (seed 001): an exact file rule outranks a
 directory rule; then the deepest anchor; then the longest literal prefix of
-the include that matched. Globs are gitwildmatch patterns (pathspec), matched
-against the path relative to the anchor; an exclusion removes a path from its
-rule even when an include matches it.
+the include that matched. Globs are gitignore-style patterns (``globs.py``),
+matched against the path relative to the anchor; an exclusion removes a path
+from its rule even when an include matches it.
+
+Compilation is pure: it reads the configuration and the scope, never the disk
+(whether an anchor is a file was resolved when the configuration was loaded).
 """
 
 from __future__ import annotations
 
 import os
-import re
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Any
 
-
-try:  # pathspec >= 1.0 renamed the gitwildmatch pattern class
-    from pathspec.patterns.gitignore.spec import GitIgnoreSpecPattern as GlobPattern
-except ImportError:  # pragma: no cover - pathspec 0.12
-    from pathspec.patterns import GitWildMatchPattern as GlobPattern
-
+from lsp_bridge.core.globs import compile_globs
 from lsp_bridge.core.paths import PrefixIndex, depth, fold, is_within, relative_to
 from lsp_bridge.core.scope import Scope
-from lsp_bridge.core.settings import Config, PathRule
+from lsp_bridge.core.settings import STRICTNESS, Config, PathRule
 
-_STRICTNESS = {"allow": 0, "request": 1, "deny": 2}
 Specificity = tuple[int, int, int]
-
-
-def _compile(patterns: Sequence[str]) -> tuple[tuple[re.Pattern, bool], ...]:
-    compiled = []
-    for text in patterns:
-        pattern = GlobPattern(text)
-        if pattern.include is not None and pattern.regex is not None:
-            compiled.append((pattern.regex, pattern.include))
-    return tuple(compiled)
-
-
-def _matches(patterns: tuple[tuple[re.Pattern, bool], ...], rel: str) -> bool:
-    """gitwildmatch semantics: the last pattern that matches decides."""
-    matched = False
-    for regex, include in patterns:
-        if regex.match(rel) is not None:
-            matched = include
-    return matched
 
 
 def literal_prefix(pattern: str) -> int:
@@ -59,8 +37,8 @@ class CompiledRule:
     rule: PathRule
     anchor: str  # folded canonical anchor (possibly remapped onto a worktree)
     exact: bool
-    excludes: tuple[tuple[re.Pattern, bool], ...]
-    includes: tuple[tuple[tuple[tuple[re.Pattern, bool], ...], int], ...]  # longest literal prefix first
+    excludes: Any  # a pathspec matcher, or None
+    includes: tuple[tuple[Any, int], ...]  # (matcher, literal prefix length), longest prefix first
     reduced: bool  # a project allow outside the host baseline: allow becomes request
     anchor_depth: int
 
@@ -68,14 +46,14 @@ class CompiledRule:
         """None when the rule does not match ``rel`` (the path below the anchor)."""
         if self.exact:
             return (1, self.anchor_depth, 0) if rel == "" else None
-        if rel and self.excludes and _matches(self.excludes, rel):
+        if rel and self.excludes is not None and self.excludes.match_file(rel):
             return None
         if not self.includes:
             return (0, self.anchor_depth, 0)
         if not rel:
             return None
         for patterns, length in self.includes:
-            if _matches(patterns, rel):
+            if patterns.match_file(rel):
                 return (0, self.anchor_depth, length)
         return None
 
@@ -94,10 +72,10 @@ class RuleSet:
         self.protected = frozenset(fold(p) for p in config.files)
         by_anchor: dict[str, list[CompiledRule]] = {}
         for rule in config.paths:
-            exact = not rule.includes and os.path.lexists(rule.anchor) and not os.path.isdir(rule.anchor)
-            excludes = _compile(rule.excludes)
+            exact = rule.is_file and not rule.includes
+            excludes = compile_globs(rule.excludes) if rule.excludes else None
             includes = tuple(
-                sorted(((_compile([p]), literal_prefix(p)) for p in rule.includes), key=lambda item: -item[1])
+                sorted(((compile_globs([p]), literal_prefix(p)) for p in rule.includes), key=lambda item: -item[1])
             )
             for anchor in self._anchors(rule, scope):
                 reduced = rule.source == "project" and not scope.union.contains(anchor)
@@ -134,7 +112,7 @@ class RuleSet:
                 spec = compiled.specificity(rel)
                 if spec is None:
                     continue
-                rank = (*spec, _STRICTNESS[verdict])
+                rank = (*spec, STRICTNESS[verdict])
                 if best_rank is None or rank > best_rank:
                     best, best_rank = (compiled, verdict), rank
         return best

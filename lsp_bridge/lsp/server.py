@@ -80,8 +80,9 @@ class RootGuardServer(LanguageServer):
     # -- sending -------------------------------------------------------------
 
     def send_status(self) -> None:
-        status = self.tracker.status()
-        status["approver"] = self.approver()
+        from lsp_bridge.core.status import to_json
+
+        status = to_json(self.tracker.status(self.approver()))
         self.protocol.notify(STATUS, status)
         if self._tray is not None:
             self._tray.publish_status(status)
@@ -159,18 +160,18 @@ class RootGuardServer(LanguageServer):
             log.info("inventory of %s took %.0f ms", ", ".join(current), (time.perf_counter() - started) * 1000)
         except Exception as err:  # never let a scan error hide the warning
             log.exception("inventory failed")
-            self.tracker.inventory_done(None)
+            self.tracker.inventory_done(None, error=str(err))
             if warn:
-                self.warn(self.tracker.warning_message([f"(inventory failed: {err})"]))
+                self.warn(self.tracker.warning_message())
             self.send_status()
             return
         finally:
             self._progress_end(progress)
         if self.tracker.inventory_span() != (reference, current):
             return  # superseded by a newer change
-        self.tracker.inventory_done(report.to_json())
+        self.tracker.inventory_done(report.to_json(), report.describe())
         if warn:
-            self.warn(self.tracker.warning_message(report.describe()))
+            self.warn(self.tracker.warning_message())
         self.send_status()
 
     def _reconcile_mounts(self, loop) -> None:
@@ -408,31 +409,39 @@ def _read(path: str) -> str | None:
 
 @server.feature(EXPLAIN)
 def on_explain(ls: RootGuardServer, params: Any):
+    from lsp_bridge.core import status as contract
     from lsp_bridge.core.policy import PolicyInputError
 
     raw = param(params, "path")
     op = param(params, "op")
     if not isinstance(raw, str) or not raw:
-        return {"error": "explain needs a path"}
+        return contract.to_json(contract.RequestError("explain needs a path"))
     path = to_fs_path(raw) if raw.startswith("file:") else raw
     ops = [op] if op else ["read", "write", "delete"]
     policy = ls.tracker.session.policy
     try:
         decisions = [policy.decide(o, path) for o in ops]
     except PolicyInputError as err:
-        return {"error": str(err)}
-    return {
-        "path": decisions[0].path,
-        "decisions": [{"op": o, "decision": d.decision, "rule": d.rule, "reason": d.reason} for o, d in zip(ops, decisions)],
-    }
+        return contract.to_json(contract.RequestError(str(err)))
+    return contract.to_json(
+        contract.ExplainResult(
+            decisions[0].path,
+            [contract.ExplainDecision(o, d.decision, d.rule, d.reason) for o, d in zip(ops, decisions)],
+        )
+    )
 
 
 @server.feature(INVENTORY)
 def on_inventory(ls: RootGuardServer, params: Any):
-    return ls.tracker.inventory
+    from lsp_bridge.core import status as contract
+
+    inventory = ls.tracker.inventory
+    return contract.to_json(contract.from_json(contract.Inventory, inventory)) if inventory is not None else None
 
 
 @server.feature(ACCESS)
 async def on_access(ls: RootGuardServer, params: Any):
     """Decide an access for a tool; request-level ones go to a person."""
-    return await ask_person(ls, params)
+    from lsp_bridge.core import status as contract
+
+    return contract.to_json(contract.from_json(contract.AccessResult, await ask_person(ls, params)))

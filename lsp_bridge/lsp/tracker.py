@@ -3,7 +3,9 @@
 ``RootTracker`` is the language server's domain state, with no LSP in it: give
 it folders and configuration reloads, and it tells what changed (a
 ``Change``: did the union widen, how) and renders the ``rootguard/status``
-payload and the widening warning text. The server only sends them.
+payload (the typed ``core.status.Status``) and the widening text: the one-line
+summary and the widening lines, rendered here once and shown as they are by
+the status bar, the tray and the warning message. The server only sends them.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Mapping, Sequence
 
+from lsp_bridge.core import status as contract
 from lsp_bridge.core.diagnostics import Diagnostic
 from lsp_bridge.inventory.report import warnings_of
 from lsp_bridge.core.session import Session
@@ -39,6 +42,8 @@ class RootTracker:
     widened: bool = False
     last_change: Change | None = None
     inventory: dict | None = None
+    inventory_lines: tuple[str, ...] = ()  # the inventory report's human lines
+    inventory_error: str | None = None
     inventory_pending: bool = False
     mounts: dict | None = None
     mount_diagnostics: tuple[Diagnostic, ...] = ()
@@ -77,10 +82,12 @@ class RootTracker:
                 self._reference = before
             self.last_change = change
             self.inventory, self.inventory_pending = None, True
+            self.inventory_lines, self.inventory_error = (), None
         # Still widened while the union holds more than it did before the first widening.
         if self._reference is not None and after.is_subset_of(self._reference):
             self._reference, self.last_change = None, None
             self.inventory, self.inventory_pending = None, False
+            self.inventory_lines, self.inventory_error = (), None
         self.widened = self._reference is not None
         self.mounts = None
         return change
@@ -106,8 +113,10 @@ class RootTracker:
 
         return user_config_path(self.env)
 
-    def inventory_done(self, report: dict | None) -> None:
+    def inventory_done(self, report: dict | None, lines: Sequence[str] = (), error: str | None = None) -> None:
+        """The inventory finished: its JSON report and human lines, or the error that stopped it."""
         self.inventory, self.inventory_pending = report, False
+        self.inventory_lines, self.inventory_error = tuple(lines), error
 
     def set_mounts(self, reconciliation) -> None:
         self.mounts = reconciliation.to_json()
@@ -115,24 +124,49 @@ class RootTracker:
 
     # -- rendering -------------------------------------------------------------
 
-    def status(self) -> dict:
+    def status(self, approver: contract.Approver = "none") -> contract.Status:
+        """The ``rootguard/status`` payload (see ``core/status.py``)."""
         scope = self.session.scope
-        data: dict = {"version": 1, "session": self.session_id}
-        data.update(scope.to_json())
-        data["mounts"] = self.mounts
-        data["widened"] = self.widened
-        data["widening"] = [w.to_json() for w in self.last_change.widenings] if self.widened and self.last_change else []
-        data["inventory"] = self.inventory
-        data["inventory_pending"] = self.inventory_pending
-        data["summary"] = self.summary()
+        widened = self.widened and self.last_change is not None
         diags = list(self.session.diagnostics) + [d for d in self.mount_diagnostics]
-        warnings = warnings_of(diags)
-        if self.widened and self.last_change:
-            warnings.insert(0, {"severity": "warning", "code": "union-widened", "message": self.widening_headline()})
-        data["warnings"] = warnings
-        return data
+        warnings = [contract.from_json(contract.StatusWarning, w) for w in warnings_of(diags)]
+        if widened:
+            warnings.insert(0, contract.StatusWarning("warning", "union-widened", self.widening_headline()))
+        return contract.Status(
+            version=contract.STATUS_VERSION,
+            session=self.session_id,
+            roots=list(scope.folders),
+            union=list(scope.union.paths),
+            entries=[contract.UnionEntry(e.path, e.origin, e.reason) for e in scope.union.entries],
+            shadowed=[contract.ShadowedEntry(s.path, s.by, s.origin, s.reason) for s in scope.union.shadowed],
+            worktrees=[contract.from_json(contract.WorktreeEntry, w.to_json()) for w in scope.worktrees],
+            mounts=contract.from_json(contract.Mounts, self.mounts) if self.mounts is not None else None,
+            widened=self.widened,
+            widening=[contract.from_json(contract.WideningEntry, w.to_json()) for w in self.last_change.widenings]
+            if widened and self.last_change
+            else [],
+            inventory=contract.from_json(contract.Inventory, self.inventory) if self.inventory is not None else None,
+            inventory_pending=self.inventory_pending,
+            summary=self.summary(),
+            widening_lines=self.widening_lines(),
+            warnings=warnings,
+            approver=approver,
+            config=self.config_paths(),
+        )
+
+    def config_paths(self) -> contract.ConfigPaths:
+        try:
+            user: str | None = self.user_config_path()
+        except ValueError:  # an invalid ROOTGUARD_CONFIG: reported as a diagnostic
+            user = None
+        project: list[str] = []
+        for _folder, config in self.session.configs():
+            if config.project_file and config.project_file not in project:
+                project.append(config.project_file)
+        return contract.ConfigPaths(user, project)
 
     def summary(self) -> str:
+        """One line for a status bar or a menu; the same text everywhere."""
         count = len(self.session.folders)
         roots = f"{count} root{'s' if count != 1 else ''}"
         if not self.session.scope.union.paths:
@@ -147,18 +181,31 @@ class RootTracker:
         if creds:
             parts.append(f"{creds} secrets file{'s' if creds != 1 else ''}")
         for repo in inv.get("git", [])[:1]:
-            parts.append(f".git ({repo['commits']:,} commits)")
+            commits = "?" if repo.get("commits") is None else f"{repo['commits']:,}"
+            parts.append(f".git ({commits} commits)")
         return f"⚠ union ×{_ratio(inv.get('ratio'))}: " + ", ".join(parts)
 
     def widening_headline(self) -> str:
         change = self.last_change
         return "; ".join(w.describe() for w in change.widenings) if change else ""
 
-    def warning_message(self, inventory_lines: Sequence[str] = ()) -> str:
-        text = "Root Guard: the agent's file boundary widened. " + self.widening_headline()
-        if inventory_lines:
-            text += "\n" + "\n".join(inventory_lines)
-        return text
+    def widening_lines(self) -> list[str]:
+        """The widening, line by line: which entry widened what, then what it hands over."""
+        if not (self.widened and self.last_change):
+            return []
+        lines = [w.describe() for w in self.last_change.widenings]
+        if self.inventory_lines:
+            lines += self.inventory_lines
+        elif self.inventory_error:
+            lines.append(f"(inventory failed: {self.inventory_error})")
+        elif self.inventory_pending:
+            lines.append("Measuring what the new union hands over…")
+        return lines
+
+    def warning_message(self) -> str:
+        """The ``window/showMessage`` text: the summary, then the widening lines."""
+        summary = self.summary().removeprefix("⚠ ")
+        return f"Root Guard: the agent's file boundary widened — {summary}\n" + "\n".join(self.widening_lines())
 
 
 def _ratio(value) -> str:

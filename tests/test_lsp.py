@@ -173,7 +173,8 @@ async def test_disjoint_folder_is_a_smaller_widening_and_narrowing_is_quiet(clie
     mark = client.change_folders(removed=[other])
     narrowed = await client.next_status(mark, lambda s: str(other) not in s["union"], "narrowed status")
     assert narrowed["widened"] is False
-    await asyncio.sleep(0.3)
+    # A request answered after the narrowing: the server has written all it had to say about it.
+    await client.client.protocol.send_request_async("rootguard/inventory", {})
     assert len(client.client.messages) == warnings_so_far  # no warning on narrowing
 
 
@@ -458,7 +459,8 @@ async def test_a_user_config_created_later_is_picked_up(client, tmp_path, isolat
     await client.next_status(0)
     user_dir = isolated_user / ".config" / "rootguard"
     user_dir.mkdir(parents=True)
-    await asyncio.sleep(0.5)  # the server now watches the new directory
+    # No wait: the server watches the new directory, then reads it again, so a file
+    # written before its watch began is still seen.
     (user_dir / "config.toml").write_text(
         f'version = 2\n[[paths]]\nid = "no-docs"\npath = "{repo}/docs"\npolicies = {{ read = "deny" }}\n'
     )

@@ -50,8 +50,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-import platformdirs
-
 from lsp_bridge.core.diagnostics import Diagnostic, Range, has_errors
 from lsp_bridge.core.globs import glob_problem
 from lsp_bridge.core.paths import canonical
@@ -154,6 +152,8 @@ def user_config_path(env: Mapping[str, str] = os.environ) -> str:
         if not os.path.isabs(expanded):
             raise ValueError(f"{ENV_CONFIG} must be an absolute path, got {_shown(override)}")
         return os.path.normpath(expanded)
+    import platformdirs  # imported here: with ROOTGUARD_CONFIG set, never
+
     return os.path.join(platformdirs.user_config_dir("rootguard"), "config.toml")
 
 

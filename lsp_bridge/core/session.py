@@ -11,13 +11,15 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from typing import Mapping, Sequence
+from typing import TYPE_CHECKING, Mapping, Sequence
 
 from lsp_bridge.core.config import ConfigKeeper, config_candidates
 from lsp_bridge.core.diagnostics import Diagnostic
-from lsp_bridge.core.policy import Policy
 from lsp_bridge.core.scope import Scope, build_scope
 from lsp_bridge.core.settings import DENY_ALL, Config
+
+if TYPE_CHECKING:
+    from lsp_bridge.core.policy import Policy
 
 
 @dataclass
@@ -28,7 +30,7 @@ class Session:
     folders: tuple[str, ...] = ()
     _keepers: dict[str, ConfigKeeper] = field(default_factory=dict)
     scope: Scope | None = None
-    policy: Policy | None = None
+    _policy: Policy | None = field(default=None, repr=False)
 
     def set_folders(self, folders: Sequence[str]) -> None:
         self.folders = tuple(folders)
@@ -65,7 +67,18 @@ class Session:
         configs = self.configs() or [("/", DENY_ALL)]
         first = configs[0][1]
         self.scope = build_scope(self.folders, first)
-        self.policy = Policy(self.scope, configs)
+        self._policy = None
+
+    @property
+    def policy(self) -> Policy:
+        """The engine for the current scope and configurations, compiled on first use."""
+        if self._policy is None:
+            from lsp_bridge.core.policy import Policy
+
+            if self.scope is None:
+                self.rebuild()
+            self._policy = Policy(self.scope, self.configs() or [("/", DENY_ALL)])
+        return self._policy
 
     @property
     def diagnostics(self) -> list[Diagnostic]:

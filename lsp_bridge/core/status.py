@@ -19,14 +19,46 @@ pydantic only when it runs.
 from __future__ import annotations
 
 import dataclasses
-import json
 import sys
 import types
 import typing
-from dataclasses import dataclass
-from typing import Any, Literal, TypeVar, Union
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, Union
 
 from lsp_bridge.core.settings import Verdict, WorktreeMode
+
+if TYPE_CHECKING:
+    from dataclasses import dataclass as record
+else:
+
+    def record(cls):  # type: ignore[no-redef]
+        """``dataclass``, with one shared ``__init__`` instead of one generated per class.
+
+        The status goes out before anything else at start-up, and generating
+        ``__init__`` source for each class (``exec``) is most of what importing
+        this module costs. Type checkers see a plain dataclass.
+        """
+        cls = dataclasses.dataclass(init=False, repr=False, eq=False)(cls)
+        fields = dataclasses.fields(cls)
+        cls._names = tuple(f.name for f in fields)
+        cls._defaults = {f.name: f.default for f in fields if f.default is not dataclasses.MISSING}
+        cls.__init__ = _record_init
+        return cls
+
+    def _record_init(self, *args, **kwargs):
+        names = self._names
+        if len(args) > len(names):
+            raise TypeError(f"{type(self).__name__} takes {len(names)} arguments, got {len(args)}")
+        values = dict(zip(names, args))
+        for name, value in kwargs.items():
+            if name not in names or name in values:
+                raise TypeError(f"{type(self).__name__}: unexpected or repeated argument {name!r}")
+            values[name] = value
+        for name in names:
+            if name not in values:
+                if name not in self._defaults:
+                    raise TypeError(f"{type(self).__name__}: missing argument {name!r}")
+                values[name] = self._defaults[name]
+        self.__dict__.update(values)
 
 STATUS_VERSION = 1
 Operation = Literal["read", "write", "delete", "rename", "metadata"]
@@ -38,7 +70,7 @@ WideningKind = Literal["ancestor", "disjoint"]
 # -- rootguard/status ----------------------------------------------------------
 
 
-@dataclass(eq=False, repr=False)
+@record
 class UnionEntry:
     """One entry of the effective union, and why it is there."""
 
@@ -47,7 +79,7 @@ class UnionEntry:
     reason: str
 
 
-@dataclass(eq=False, repr=False)
+@record
 class ShadowedEntry:
     """An entry inside another one: it adds nothing to the union."""
 
@@ -57,7 +89,7 @@ class ShadowedEntry:
     reason: str
 
 
-@dataclass(eq=False, repr=False)
+@record
 class WorktreeEntry:
     """A sibling checkout of a folder's repository and how it participates."""
 
@@ -69,7 +101,7 @@ class WorktreeEntry:
     prunable: bool
 
 
-@dataclass(eq=False, repr=False)
+@record
 class WideningEntry:
     """One new union entry that made the union larger."""
 
@@ -79,49 +111,61 @@ class WideningEntry:
     kind: WideningKind
 
 
-@dataclass(eq=False, repr=False)
+@record
 class StatusWarning:
+    """An error or warning the window should show."""
+
     severity: Severity
     code: str
     message: str
 
 
-@dataclass(eq=False, repr=False)
+@record
 class ConfiguredMount:
+    """A bind mount found in the configuration or an MCP server's arguments."""
+
     source: str
     target: str
     mode: str
     origin: str
 
 
-@dataclass(eq=False, repr=False)
+@record
 class MountOutsideUnion:
+    """A mounted source that lies outside the union."""
+
     source: str
     target: str
 
 
-@dataclass(eq=False, repr=False)
+@record
 class SuggestedMount:
+    """One mount of the suggested narrow set."""
+
     source: str
     target: str
     mode: str
     reason: str
 
 
-@dataclass(eq=False, repr=False)
+@record
 class UnrescuableLink:
+    """A link whose target cannot be mounted narrowly."""
+
     link: str
     target: str
     reason: str
 
 
-@dataclass(eq=False, repr=False)
+@record
 class FirstPartyLink:
+    """A link into a first-party package of the repository."""
+
     link: str
     target: str
 
 
-@dataclass(eq=False, repr=False)
+@record
 class Mounts:
     """Mount reconciliation: configured mounts against the union, and a narrow set."""
 
@@ -135,14 +179,18 @@ class Mounts:
     single_files: list[str]
 
 
-@dataclass(eq=False, repr=False)
+@record
 class CredentialFile:
+    """A file holding credentials, and how many."""
+
     path: str
     count: int
 
 
-@dataclass(eq=False, repr=False)
+@record
 class GitHistory:
+    """A git directory newly exposed: its size, commits and deleted sensitive files."""
+
     path: str
     bytes: int
     commits: int | None
@@ -150,19 +198,23 @@ class GitHistory:
     via: list[str]
 
 
-@dataclass(eq=False, repr=False)
+@record
 class CiRoles:
+    """A CI workflow naming cloud roles."""
+
     path: str
     roles: list[str]
 
 
-@dataclass(eq=False, repr=False)
+@record
 class PackageStore:
+    """A package-manager store, reported apart from the file count."""
+
     path: str
     files: int
 
 
-@dataclass(eq=False, repr=False)
+@record
 class Inventory:
     """What the union after the widening exposes that the one before did not."""
 
@@ -181,7 +233,7 @@ class Inventory:
     errors: list[str]
 
 
-@dataclass(eq=False, repr=False)
+@record
 class ConfigPaths:
     """Where this session's configuration lives (the user file may not exist yet)."""
 
@@ -189,7 +241,7 @@ class ConfigPaths:
     project: list[str]
 
 
-@dataclass(eq=False, repr=False)
+@record
 class Status:
     """The ``rootguard/status`` notification: what one editor window exposes."""
 
@@ -215,43 +267,53 @@ class Status:
 # -- rootguard/explain -----------------------------------------------------------
 
 
-@dataclass(eq=False, repr=False)
+@record
 class ExplainParams:
+    """``rootguard/explain`` parameters."""
+
     path: str  # an absolute path or a file: URI
     op: Operation | None = None  # absent: read, write and delete
 
 
-@dataclass(eq=False, repr=False)
+@record
 class ExplainDecision:
+    """The decision for one operation."""
+
     op: Operation
     decision: Verdict
     rule: str | None
     reason: str
 
 
-@dataclass(eq=False, repr=False)
+@record
 class ExplainResult:
+    """``rootguard/explain`` result."""
+
     path: str
     decisions: list[ExplainDecision]
 
 
-@dataclass(eq=False, repr=False)
+@record
 class RequestError:
+    """A custom request that could not be answered."""
+
     error: str
 
 
 # -- rootguard/access --------------------------------------------------------------
 
 
-@dataclass(eq=False, repr=False)
+@record
 class AccessParams:
+    """``rootguard/access`` parameters: a tool asks for an access."""
+
     path: str
     op: Operation = "read"
     dest: str | None = None  # rename only
     tool: str | None = None  # who asks, shown in the prompt
 
 
-@dataclass(eq=False, repr=False)
+@record
 class AccessResult:
     """The answer: ``decision`` is final (a person answered request-level accesses)."""
 
@@ -407,6 +469,8 @@ def _close(schema: Any) -> None:
 
 
 def schema_text() -> str:
+    import json
+
     return json.dumps(json_schema(), indent=2, ensure_ascii=False) + "\n"
 
 

@@ -108,6 +108,27 @@ class RootGuardServer(LanguageServer):
                 self.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=from_fs_path(path), diagnostics=diags))
         self._published = set(grouped)
 
+    # -- start-up ------------------------------------------------------------
+
+    def after_first_status(self) -> None:
+        """The slow parts of start-up, once the first status has gone out.
+
+        Watches start here; whatever changed between the first read and the
+        watches is caught by reading once more (watch, then read).
+        """
+        from lsp_bridge.core.status import to_json
+
+        self.publish_config_diagnostics()
+        before = to_json(self.tracker.status())
+        self.refresh_watches()
+        change = self.tracker.reload()
+        if change.after.paths != change.before.paths or to_json(self.tracker.status()) != before:
+            self.apply_change(change)
+        loop = asyncio.get_running_loop()
+        loop.run_in_executor(None, self._reconcile_mounts, loop)
+        loop.run_in_executor(None, _warm_up_inventory)  # the first widening should not pay the imports
+        self.connect_tray()
+
     # -- changes -------------------------------------------------------------
 
     def apply_change(self, change) -> None:
@@ -118,7 +139,19 @@ class RootGuardServer(LanguageServer):
                 self._tray.set_folders(self.tracker.session.folders)
         self.send_status()
         self.publish_config_diagnostics()
-        self.refresh_watches()
+        if self.refresh_watches():
+            # A configuration directory is newly watched (say the user config directory was
+            # just made): read once more, so a file written before its watch began is seen.
+            from lsp_bridge.core.status import to_json
+
+            before = to_json(self.tracker.status())
+            again = self.tracker.reload()
+            if again.after.paths != again.before.paths:
+                self.apply_change(again)
+                return
+            if to_json(self.tracker.status()) != before:
+                self.send_status()
+            self.publish_config_diagnostics()
         loop = asyncio.get_running_loop()
         if change.widened:
             if self._inventory_task is not None:
@@ -221,7 +254,8 @@ class RootGuardServer(LanguageServer):
 
     # -- watching ------------------------------------------------------------
 
-    def refresh_watches(self) -> None:
+    def refresh_watches(self) -> bool:
+        """Watch what the session now depends on; True when a configuration or worktree directory was added."""
         from lsp_bridge.lsp.watch import Watcher, plan_watches
 
         if self._watcher is None:
@@ -234,7 +268,10 @@ class RootGuardServer(LanguageServer):
             common_dirs=self.tracker.common_dirs(),
             union=session.scope.union.paths,
         )
+        before = set(self._watcher.watched)
         self._watcher.apply(plan)
+        added = set(self._watcher.watched) - before
+        return any(d in added for d in (*plan.config_dirs, *plan.worktree_dirs))
 
     def on_files_changed(self, batch: set[str]) -> None:
         """A debounced batch of changed paths: reload what configures us, recount the rest."""
@@ -287,13 +324,8 @@ def on_initialize(ls: RootGuardServer, params: types.InitializeParams) -> None:
 @server.feature(types.INITIALIZED)
 async def on_initialized(ls: RootGuardServer, params: types.InitializedParams) -> None:
     ls.tracker.set_folders(ls.folders, initial=True)
-    ls.refresh_watches()  # before the first status: nothing changed after it goes unseen
-    ls.send_status()
-    ls.publish_config_diagnostics()
-    loop = asyncio.get_running_loop()
-    loop.run_in_executor(None, ls._reconcile_mounts, loop)
-    loop.run_in_executor(None, _warm_up_inventory)  # the first widening should not pay the imports
-    ls.connect_tray()
+    ls.send_status()  # what the user waits for: nothing else before it
+    asyncio.get_running_loop().call_soon(ls.after_first_status)
 
 
 def _warm_up_inventory() -> None:

@@ -237,7 +237,7 @@ class Inventory:
 class ConfigPaths:
     """Where this session's configuration lives (the user file may not exist yet)."""
 
-    user: str
+    user: str | None  # None when ROOTGUARD_CONFIG is invalid (a diagnostic says why)
     project: list[str]
 
 

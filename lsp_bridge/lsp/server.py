@@ -473,7 +473,12 @@ def on_inventory(ls: RootGuardServer, params: Any):
 
 @server.feature(ACCESS)
 async def on_access(ls: RootGuardServer, params: Any):
-    """Decide an access for a tool; request-level ones go to a person."""
+    """Decide an access for a tool; request-level ones go to a person. Malformed params: denied."""
     from lsp_bridge.core import status as contract
 
+    raw = {k: param(params, k) for k in ("path", "op", "dest", "tool") if param(params, k) is not None}
+    try:
+        contract.from_json(contract.AccessParams, raw)
+    except TypeError as err:
+        return contract.to_json(contract.AccessResult("deny", None, None, f"invalid request: {err}"))
     return contract.to_json(contract.from_json(contract.AccessResult, await ask_person(ls, params)))

@@ -13,6 +13,8 @@ from typing import Any
 
 from lsprotocol import types
 
+from lsp_bridge.core.settings import Verdict
+
 ALLOW_ONCE, ALLOW_SESSION, DENY = "Allow once", "Allow for this session", "Deny"
 
 
@@ -23,7 +25,7 @@ def param(params: Any, name: str, default=None):
     return getattr(params, name, default)
 
 
-def _answer(decision, verdict: str, reason: str) -> dict:
+def _answer(decision, verdict: Verdict, reason: str) -> dict:
     data = decision.to_json()
     data.update({"decision": verdict, "reason": reason, "policy_decision": decision.decision})
     return data

@@ -55,6 +55,7 @@ from lsp_bridge.core.globs import glob_problem
 from lsp_bridge.core.paths import canonical
 from lsp_bridge.core.settings import (
     DENY_ALL,
+    PROJECT_FILE_NAME,
     VERDICTS,
     WORKTREE_MODES,
     Config,
@@ -63,7 +64,6 @@ from lsp_bridge.core.settings import (
 )
 
 
-PROJECT_FILE_NAME = ".rootguard.toml"
 MAX_CONFIG_BYTES = 1024 * 1024
 ENV_CONFIG = "ROOTGUARD_CONFIG"
 ENV_ROOTS = "ROOTGUARD_ROOTS"

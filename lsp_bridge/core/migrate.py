@@ -25,12 +25,12 @@ import os
 import stat
 import sys
 import tempfile
-from contextlib import suppress
 from dataclasses import dataclass, field
 
 import tomlkit
 from tomlkit.items import AoT, Array, Table
 
+from lsp_bridge.core.atomic import atomic_write
 from lsp_bridge.core.config import V1_SAFETY_DEFAULTS, parse_text, parse_toml, read_config_text, user_config_path
 from lsp_bridge.core.diagnostics import Diagnostic, has_errors
 from lsp_bridge.core.paths import canonical
@@ -220,20 +220,7 @@ def _rule_text(table: dict) -> str:
 
 
 def _atomic_write(target: str, text: str, mode: int) -> None:
-    """Write ``text`` to ``target`` through a temporary file in the same directory."""
-    directory = os.path.dirname(target)
-    handle, temporary = tempfile.mkstemp(dir=directory, prefix=f".{os.path.basename(target)}.", suffix=".tmp")
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8", newline="") as stream:
-            stream.write(text)
-            stream.flush()
-            os.fsync(stream.fileno())
-        os.chmod(temporary, stat.S_IMODE(mode))
-        os.replace(temporary, target)
-    except BaseException:
-        with suppress(FileNotFoundError):
-            os.unlink(temporary)
-        raise
+    atomic_write(target, text, mode=stat.S_IMODE(mode))
 
 
 def _backup_path(path: str, text: str) -> tuple[str, bool]:

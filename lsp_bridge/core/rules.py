@@ -19,7 +19,7 @@ from typing import Any
 from lsp_bridge.core.globs import compile_globs
 from lsp_bridge.core.paths import PrefixIndex, depth, fold, is_within, relative_to
 from lsp_bridge.core.scope import Scope
-from lsp_bridge.core.settings import STRICTNESS, Config, PathRule
+from lsp_bridge.core.settings import STRICTNESS, Config, PathRule, Verdict
 
 Specificity = tuple[int, int, int]
 
@@ -57,8 +57,8 @@ class CompiledRule:
                 return (0, self.anchor_depth, length)
         return None
 
-    def verdict(self, need: str) -> str | None:
-        verdict = getattr(self.rule, need)
+    def verdict(self, need: str) -> Verdict | None:
+        verdict: Verdict | None = getattr(self.rule, need)
         if verdict == "allow" and self.reduced:
             return "request"
         return verdict
@@ -97,7 +97,7 @@ class RuleSet:
                     anchors.append(remapped)
         return anchors
 
-    def winner(self, key: str, need: str) -> tuple[CompiledRule, str] | None:
+    def winner(self, key: str, need: str) -> tuple[CompiledRule, Verdict] | None:
         """The most specific rule deciding ``need`` for folded path ``key``."""
         if not self._index:
             return None

@@ -15,6 +15,7 @@ Verdict = Literal["allow", "request", "deny"]
 WorktreeMode = Literal["include", "request", "ignore"]
 Source = Literal["builtin", "user", "project", "environment", "session"]
 
+PROJECT_FILE_NAME = ".rootguard.toml"  # the project file's one name (config, grants, the language server)
 VERDICTS: tuple[str, ...] = ("allow", "request", "deny")
 STRICTNESS: dict[str, int] = {"allow": 0, "request": 1, "deny": 2}  # equal specificity: the stricter wins
 WORKTREE_MODES: tuple[str, ...] = ("include", "request", "ignore")

@@ -491,8 +491,9 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     here = os.path.dirname(os.path.abspath(__file__))
     target = os.path.join(here, "..", "..", SCHEMA_PATH)
-    with open(target, "w", encoding="utf-8") as handle:
-        handle.write(text)
+    from lsp_bridge.core.atomic import atomic_write
+
+    atomic_write(target, text, mode=0o644)
     print(f"wrote {os.path.normpath(target)}")
     return 0
 

@@ -1030,10 +1030,13 @@ class _GitFailed(Exception):
     pass
 
 
-def _git_env() -> dict[str, str]:
-    """The environment without GIT_* variables that could redirect discovery."""
+def git_env(extra: dict[str, str] | None = None) -> dict[str, str]:
+    """The one environment for running git: no inherited GIT_* variable (they could
+    redirect discovery or the repository), no optional locks, no prompt, C locale;
+    then ``extra`` (the demo's fixed identity and dates)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
-    env.update(GIT_OPTIONAL_LOCKS="0", LC_ALL="C")
+    env.update(GIT_OPTIONAL_LOCKS="0", GIT_TERMINAL_PROMPT="0", LC_ALL="C")
+    env.update(extra or {})
     return env
 
 
@@ -1042,7 +1045,7 @@ def _run_git(folder: str, git: str, timeout: float, *args: str) -> subprocess.Co
         return subprocess.run(
             [git, "-C", folder, "rev-parse", *args],
             capture_output=True, text=True, timeout=timeout,
-            stdin=subprocess.DEVNULL, env=_git_env(), check=False,
+            stdin=subprocess.DEVNULL, env=git_env(), check=False,
         )
     except (OSError, subprocess.SubprocessError) as err:
         raise _GitFailed(_why(err) if isinstance(err, OSError) else type(err).__name__) from None

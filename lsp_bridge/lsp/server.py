@@ -22,6 +22,7 @@ from pygls.uris import from_fs_path, to_fs_path
 
 from lsp_bridge import __version__
 from lsp_bridge.approvals.chain import ask_person, param
+from lsp_bridge.core.settings import PROJECT_FILE_NAME
 
 log = logging.getLogger("rootguard.lsp")
 
@@ -30,7 +31,6 @@ EXPLAIN = "rootguard/explain"
 INVENTORY = "rootguard/inventory"
 ACCESS = "rootguard/access"
 MIGRATE_COMMAND = "rootguard.migrateConfig"
-CONFIG_NAMES = (".rootguard.toml",)
 
 
 class RootGuardProtocol(LanguageServerProtocol):
@@ -283,7 +283,7 @@ class RootGuardServer(LanguageServer):
         structural = any(
             p in config_files
             or is_on_config_path(p, unwatched)  # e.g. the user config directory was just made
-            or os.path.basename(p) in (*CONFIG_NAMES, "mcp.json", ".mcp.json")
+            or os.path.basename(p) in (PROJECT_FILE_NAME, "mcp.json", ".mcp.json")
             or "/worktrees" in p
             or os.path.basename(p) == "worktrees"
             for p in batch
@@ -357,7 +357,7 @@ def _is_config_document(ls: RootGuardServer, uri: str) -> bool:
     if not uri.startswith("file:"):
         return False
     path = to_fs_path(uri)
-    return os.path.basename(path) in CONFIG_NAMES or path == ls.tracker.user_config_path()
+    return os.path.basename(path) == PROJECT_FILE_NAME or path == ls.tracker.user_config_path()
 
 
 def _publish_buffer(ls: RootGuardServer, uri: str) -> None:

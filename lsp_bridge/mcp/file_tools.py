@@ -35,6 +35,8 @@ from lsp_bridge.core.paths import canonical, is_within
 from lsp_bridge.core.policy import Decision, Target, oracle_inside
 from lsp_bridge.core.resolver import Resolved, ResolveError, resolve, resolve_in_projects
 from lsp_bridge.core.session import Session, open_session
+from lsp_bridge.core.settings import STRICTNESS as _STRICTNESS  # one order of verdicts
+from lsp_bridge.core.settings import Verdict
 
 ERROR_CODES = (
     "absolute_path_denied", "path_outside_project", "unknown_project", "symlink_not_permitted",
@@ -66,7 +68,6 @@ ARGUMENTS = {
     "move_file": {"project_id", "source", "destination"},
     "apply_patch": {"project_id", "changes"},
 }
-_STRICTNESS = {"allow": 0, "request": 1, "deny": 2}
 _SLUG = re.compile(r"[^A-Za-z0-9._-]+")
 SKIP_DIRS = frozenset({".git"})
 MAX_CHANGES = 100
@@ -117,7 +118,7 @@ class Piece:
     need: str  # read | write | delete
     path: str
     decision: Decision
-    verdict: str  # after session grants
+    verdict: Verdict  # after session grants
 
 
 @dataclass
@@ -130,7 +131,7 @@ class Access:
     resolved: Resolved | None = None
     dest: Resolved | None = None
     pieces: list[Piece] = field(default_factory=list)
-    verdict: str = "deny"  # allow | request | deny
+    verdict: Verdict = "deny"
     policy: str | None = None  # the engine's verdict before session grants
     rule: str | None = None
     reason: str = ""
@@ -148,7 +149,7 @@ class Plan:
     correlation_id: str
     project_id: Any
     accesses: list[Access]
-    verdict: str
+    verdict: Verdict
     reason: str
     code: str | None = None
     rule: str | None = None

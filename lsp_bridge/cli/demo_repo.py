@@ -15,7 +15,7 @@ import os
 import subprocess
 from dataclasses import dataclass, field
 
-from lsp_bridge.core.worktrees import git_env
+from lsp_bridge.core.git import git_env
 
 REPO_NAME = "shop"
 WORKTREE_NAME = "shop-hotfix"

@@ -154,6 +154,8 @@ def _session(folders: Sequence[str]):
     for folder in folders:
         if "\x00" in folder:
             raise UsageError(f"folder {folder!r} contains a NUL byte")
+        if not folder.strip():
+            raise UsageError("an empty folder argument is not a folder (the current directory is never assumed)")
         if not os.path.isabs(folder):
             folder = os.path.abspath(folder)  # an argument the user typed, not a derived root
         if not os.path.isdir(folder):

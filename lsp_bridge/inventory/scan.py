@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Iterable, Sequence
 
 from lsp_bridge.core.paths import is_within
-from lsp_bridge.core.worktrees import git_env
+from lsp_bridge.core.git import git_env
 from lsp_bridge.inventory.secrets import (
     CREDENTIAL_NAME_PATTERN,
     CREDENTIAL_NAME_STARTS,

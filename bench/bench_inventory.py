@@ -27,12 +27,13 @@ import subprocess
 import sys
 import tempfile
 import time
+from pathlib import Path
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 
-from lsp_bridge.inventory import scan as inventory_module  # noqa: E402
 from lsp_bridge.cli.demo_repo import REPO_NAME, build_large_monorepo  # noqa: E402
+from lsp_bridge.inventory import scan as inventory_module  # noqa: E402
 from lsp_bridge.inventory.scan import InventoryCache, warm_up  # noqa: E402
 
 MARKER = ".bench-built"
@@ -43,7 +44,7 @@ def ensure_repo(directory: str, files: int, commits: int) -> tuple[str, str]:
     repo = os.path.join(directory, REPO_NAME)
     marker = os.path.join(directory, MARKER)
     wanted = f"{files} {commits}\n"
-    if os.path.exists(marker) and open(marker).read() == wanted:
+    if os.path.exists(marker) and Path(marker).read_text() == wanted:
         print(f"reusing {repo}")
     else:
         if os.path.exists(repo):
@@ -155,7 +156,7 @@ def main() -> None:
     cold_times, base_times, (cache, report) = alternate(cold, lambda: baseline(repo),
                                                          args.repeat)
     found, git_bytes = baseline(repo).split()[:2]
-    paired = statistics.median(o / b for o, b in zip(cold_times, base_times))
+    paired = statistics.median(o / b for o, b in zip(cold_times, base_times, strict=False))
     hist_best, hist_median, _ = timed(lambda: git_history(repo), args.repeat)
     walk_best, walk_median, _ = timed(lambda: walk_only(repo), args.repeat)
 

@@ -70,7 +70,8 @@ class Rpc:
 
     def __init__(self, argv: list[str], env: dict[str, str]):
         self.started = time.perf_counter()
-        self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=open(os.environ.get("RG_STDERR", os.devnull), "w"), env=env)
+        stderr = open(os.environ.get("RG_STDERR", os.devnull), "w")  # noqa: SIM115 - kept open for the server's life
+        self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr, env=env)
         self.inbox: queue.Queue = queue.Queue()
         self._next = 0
         threading.Thread(target=self._read, daemon=True).start()
@@ -207,7 +208,7 @@ def main() -> int:
             pair[name] = first_notification(argv, env, [narrow], method)
         ours_start.append(pair["ours"])
         floor_start.append(pair["floor"])
-    paired = statistics.median(o / f for o, f in zip(ours_start, floor_start))
+    paired = statistics.median(o / f for o, f in zip(ours_start, floor_start, strict=True))
     print(f"\nstart-up, {len(ours_start)} paired runs, medians ({narrow})")
     print(f"  spawn -> first rootguard/status     {median_ms(ours_start)}")
     print(f"  minimal pygls: spawn -> first notif {median_ms(floor_start)}")
@@ -231,7 +232,7 @@ def main() -> int:
         for _ in range(3):  # transport floor: a trivial request
             sent = time.perf_counter()
             rid = rpc.send("rootguard/inventory", {}, request=True)
-            at, _ = rpc.wait(lambda m: m.get("id") == rid)
+            at, _ = rpc.wait(lambda m, rid=rid: m.get("id") == rid)
             rtt.append(at - sent)
         sent = time.perf_counter()
         rpc.send("workspace/didChangeWorkspaceFolders", {"event": {"added": [folder(repo)], "removed": []}})

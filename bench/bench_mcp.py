@@ -31,9 +31,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import anyio  # noqa: E402
 from mcp import Client, StdioServerParameters  # noqa: E402
 
+from lsp_bridge.core.resolver import resolve  # noqa: E402
 from lsp_bridge.mcp.audit import AuditLog  # noqa: E402
 from lsp_bridge.mcp.file_tools import Caller, FileTools  # noqa: E402
-from lsp_bridge.core.resolver import resolve  # noqa: E402
 
 CONFIG = """version = 2
 [[paths]]

@@ -30,6 +30,7 @@ sys.path.insert(0, str(REPO))
 
 from lsp_bridge.approvals import protocol  # noqa: E402
 from lsp_bridge.approvals.client import Target, TrayClient  # noqa: E402
+from lsp_bridge.core.settings import DEFAULT_APPROVAL_TIMEOUT  # noqa: E402
 
 TARGET_P50_MS = 5.0
 
@@ -43,7 +44,7 @@ async def baseline_server(path: str) -> None:
         while line := await reader.readline():
             frame = json.loads(line)
             if frame["type"] == "hello":
-                reply = protocol.welcome(os.getpid(), 30.0)
+                reply = protocol.welcome(os.getpid(), DEFAULT_APPROVAL_TIMEOUT)
             elif frame["type"] == "request":
                 reply = protocol.decision(frame["id"], "allow_once", "baseline")
             else:

@@ -28,7 +28,11 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from lsp_bridge.core.worktrees import (  # noqa: E402
-    RACY_WINDOW_NS, cache_info, clear_cache, locate, sibling_worktrees,
+    RACY_WINDOW_NS,
+    cache_info,
+    clear_cache,
+    locate,
+    sibling_worktrees,
 )
 
 WORKTREES = 50
@@ -68,7 +72,7 @@ def interleaved(runs, counts) -> list[list[float]]:
     """Seconds per call for each round, alternating the runs so load hits all alike."""
     samples: list[list[float]] = [[] for _ in runs]
     for _ in range(ROUNDS):
-        for run, count, out in zip(runs, counts, samples):
+        for run, count, out in zip(runs, counts, samples, strict=False):
             out.append(per_round(run, count))
     return samples
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Set up what Root Guard needs on a fresh Debian machine, idempotently:
 # system packages (when run as root), then a project virtualenv in .venv.
-# Usage: scripts/bootstrap.sh [--test]   (--test adds test-only packages)
+# Usage: scripts/bootstrap.sh [--test]   (--test adds test-only packages: pytest, the linters, npm packages)
 set -euo pipefail
 here="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$here"
@@ -44,4 +44,15 @@ if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ] || ! grep -qxE "$extras|
   .venv/bin/python -m pip install -q --upgrade pip >/dev/null
   .venv/bin/python -m pip install -q -e ".[$extras]"
   echo "$extras" > "$stamp"
+fi
+
+# The VS Code extension's locked npm packages (eslint, the TypeScript toolchain) for the
+# tests and scripts/lint.sh; reinstalled when package-lock.json changes.
+if [ "$want_test" = 1 ] && command -v npm >/dev/null 2>&1; then
+  lock_stamp=vscode-extension/node_modules/.rootguard-package-lock.json
+  if ! cmp -s vscode-extension/package-lock.json "$lock_stamp"; then
+    echo "bootstrap: installing the VS Code extension's npm packages" >&2
+    (cd vscode-extension && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error >/dev/null)
+    cp vscode-extension/package-lock.json "$lock_stamp"
+  fi
 fi

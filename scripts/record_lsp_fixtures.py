@@ -155,8 +155,11 @@ def shape(value):
 def main() -> int:
     data = record()
     if "--check" in sys.argv:
-        stale = [n for n, v in data.items()
-                 if shape(json.load(open(os.path.join(OUT, f"{n}.json")))) != shape(v)]
+        stale = []
+        for name, value in data.items():
+            with open(os.path.join(OUT, f"{name}.json"), encoding="utf-8") as handle:
+                if shape(json.load(handle)) != shape(value):
+                    stale.append(name)
         if stale:
             print("fixtures differ in shape from a fresh recording: " + ", ".join(stale), file=sys.stderr)
             return 1

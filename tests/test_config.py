@@ -465,7 +465,8 @@ def test_huge_file_is_refused(home, repo):
     write(big, "version = 2\n" + "# padding\n" * (MAX_CONFIG_BYTES // 10 + 1))
     result = load_config(str(repo))
     assert result.config is None
-    assert errors(result) == [f"{big}: error: configuration file {big} is larger than {MAX_CONFIG_BYTES} bytes [config-too-large]"]
+    assert errors(result) == [
+        f"{big}: error: configuration file {big} is larger than {MAX_CONFIG_BYTES} bytes [config-too-large]"]
 
 
 def test_config_that_is_a_directory_is_an_error_naming_it(home, repo):

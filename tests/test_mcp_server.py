@@ -22,12 +22,11 @@ from pathlib import Path
 import anyio
 import mcp_types as types
 import pytest
-
-from tests.trayproc import start_tray, stop
 from mcp import Client, StdioServerParameters
 
 from lsp_bridge.mcp.audit import read_records
 from tests.conftest import make_repo
+from tests.trayproc import start_tray, stop
 
 REPO = Path(__file__).resolve().parents[1]
 SERVER = ["-m", "lsp_bridge.cli.main", "mcp"]  # what `rootguard mcp` runs
@@ -410,7 +409,8 @@ async def test_workspace_change_invalidates_old_ids_and_session_grants(ws, isola
         assert code(await read(client, P, "package.json")) == "unknown_project"
         assert await project_ids(client) == ["billing-api"]
         listed = (await client.list_tools()).tools
-        assert next(t for t in listed if t.name == "read_file").input_schema["properties"]["project_id"]["enum"] == ["billing-api"]
+        read_schema = next(t for t in listed if t.name == "read_file").input_schema
+        assert read_schema["properties"]["project_id"]["enum"] == ["billing-api"]
         assert any(isinstance(n, types.ToolListChangedNotification) for n in notes)
         timed_out = await read(client, "billing-api", "vault/ledger.txt")  # nobody answers within 1 s
         assert code(timed_out) == "approval_timeout"

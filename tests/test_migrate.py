@@ -121,7 +121,8 @@ def test_translation_of_each_boolean():
 
 
 def test_existing_version_1_key_is_updated_in_place_with_its_comment():
-    text = migrate_text('version = 1  # pinned\n[workspace]\nworktrees = "ignore"\n[safety]\nallow_temp_directory = false\n', "/c.toml").new_text
+    text = migrate_text('version = 1  # pinned\n[workspace]\nworktrees = "ignore"\n'
+                        '[safety]\nallow_temp_directory = false\n', "/c.toml").new_text
     assert text == 'version = 2  # pinned\n[workspace]\nworktrees = "ignore"\n'
 
 

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from lsp_bridge.core.settings import Mount
 from lsp_bridge.inventory.mounts import (
     MountSuggestion,
     Reconciliation,
@@ -16,7 +17,6 @@ from lsp_bridge.inventory.mounts import (
     reconcile,
     strip_jsonc,
 )
-from lsp_bridge.core.settings import Mount
 
 
 def write(path: Path, text: str = "{}") -> Path:

@@ -277,6 +277,26 @@ def test_a_batch_is_decided_whole_before_any_side_effect(repo, isolated_user):
     assert session.policy.decide_batch([("write", str(repo / "package.json"))]).decision == "allow"
 
 
+def test_a_batch_takes_session_grants_for_exactly_the_need_and_path_granted(repo, isolated_user):
+    user_config(
+        isolated_user,
+        f'version = 2\n[[paths]]\nid = "ask"\npath = "{repo}/packages/payments"\npolicies = {{ write = "request" }}\n'
+        f'[[paths]]\nid = "ro"\npath = "{repo}/packages/ledger"\npolicies = {{ write = "deny" }}\n',
+    )
+    policy = open_session([str(repo)]).policy
+    pay = str(repo / "packages/payments/src/pay.ts")
+    items = [("write", str(repo / "package.json")), (("read", "write"), pay)]
+    asked = policy.decide_batch(items)
+    assert (asked.decision, asked.culprit, asked.pending[0].rule) == ("request", 1, "ask")
+    granted = policy.decide_batch(items, granted={("write", pay)})
+    assert granted.decision == "allow" and granted.results[1].granted
+    assert granted.results[1].reason.startswith("allowed for this session earlier")
+    assert policy.decide_batch(items, granted={("read", pay)}).decision == "request"  # another need
+    denied = policy.decide_batch([("write", str(repo / "packages/ledger/x.ts"))],
+                                 granted={("write", str(repo / "packages/ledger/x.ts"))})
+    assert denied.decision == "deny"  # a grant never lifts a deny
+
+
 # --- Multiple workspaces ------------------------------------------------------
 
 

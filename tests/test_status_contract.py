@@ -13,7 +13,7 @@ import jsonschema
 import pytest
 
 from lsp_bridge.core import status as contract
-from tests.test_lsp import Session, as_data, monorepo, raw_client, client  # noqa: F401 - fixtures
+from tests.test_lsp import Session, as_data, client, monorepo, raw_client  # noqa: F401 - fixtures
 
 ROOT = Path(__file__).resolve().parent.parent
 SCHEMA_FILE = ROOT / contract.SCHEMA_PATH

@@ -3,9 +3,9 @@
 import pytest
 
 from lsp_bridge.approvals import protocol
+from lsp_bridge.approvals.protocol import AccessRequest, Target
 from lsp_bridge.approvals.queue import ApprovalQueue, QueueError, Requester
 from tray.icons import icon_state
-from lsp_bridge.approvals.protocol import AccessRequest, Target
 from tray.sessions import SessionRegistry, describe
 
 
@@ -38,7 +38,7 @@ OTHER = Requester(conn=2, session="s2", client="rootguard-mcp", pid=11, window="
 
 def req(clock, rid="r1", paths=("/repo/.env",), tool="write_file", op="write", wait=300.0, timeout=None):
     return AccessRequest(
-        id=rid, tool=tool, operation=op, targets=tuple(Target(p, need="write") for p in paths),
+        id=rid, tool=tool, operation=op, targets=tuple(Target(p, need=protocol.DEFAULT_NEED[op]) for p in paths),
         rule="protect-env", reason="exclude", deadline=clock.wall() + wait, timeout_seconds=timeout,
     )
 
@@ -101,7 +101,10 @@ def test_session_grants_answer_repeats_and_drop_when_folders_change_or_the_sessi
     queue.answer(pending, "allow_session")
     again = queue.submit(EDITOR, req(clock, "r2", paths=("/repo/b",)))
     assert [a.answer for a in again.answers] == ["allow_session"] and again.pending is None
-    assert queue.submit(EDITOR, req(clock, "r3", paths=("/repo/b",), op="delete")).pending  # other operation
+    assert queue.submit(EDITOR, req(clock, "r3", paths=("/repo/b",), op="delete")).pending  # other need
+    same_need = queue.submit(EDITOR, req(clock, "r3b", paths=("/repo/a",), tool="edit_file"))
+    assert [a.answer for a in same_need.answers] == ["allow_session"]  # the grant is (need, path), any tool
+    assert queue.grants(EDITOR.conn) == {("write", "/repo/a"), ("write", "/repo/b")}
     assert queue.submit(OTHER, req(clock, "r4", paths=("/repo/b",))).pending  # other session
     assert queue.set_folders(EDITOR.conn, ["/repo"]) is False  # same folders: kept
     assert queue.set_folders(EDITOR.conn, ["/repo", "/elsewhere"]) is True

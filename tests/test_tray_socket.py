@@ -17,11 +17,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.trayproc import REPO, STARTUP_LIMIT, start_tray, stop, tray_env
-
 from lsp_bridge.approvals import protocol
 from lsp_bridge.approvals.client import Target, TrayClient
 from lsp_bridge.approvals.runtime import RuntimeDirError, ensure_private_dir, socket_path
+from tests.trayproc import REPO, STARTUP_LIMIT, start_tray, stop, tray_env
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 

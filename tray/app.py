@@ -3,21 +3,20 @@
 from __future__ import annotations
 
 import sys
-import time
 
-from . import qtcompat  # noqa: F401  (first: guards PySide6 6.12 on Python 3.11)
 from PySide6.QtCore import QObject, QTimer
 from PySide6.QtGui import QFont
 from PySide6.QtWidgets import QMenu, QSystemTrayIcon
 
-from lsp_bridge.core.grants import GrantError, write_always_rule
-
 from lsp_bridge.approvals.queue import Pending
+from lsp_bridge.core.grants import GrantError, always_rules, write_always_rule
 from tray.broker import Broker
 from tray.icons import STATES, icon_state, load_icon, tooltip
 from tray.prompt import DEFAULT_KEY_GUARD_MS, ApprovalPrompt
 from tray.sessions import describe
 from tray.window import ANSWER_TEXT, MainWindow, clock_text, paths_text
+
+from . import qtcompat  # noqa: F401  (first: guards PySide6 6.12 on Python 3.11)
 
 NO_TRAY = (
     "No system tray is available on this desktop (on GNOME, install and enable the "
@@ -26,34 +25,6 @@ NO_TRAY = (
 )
 MENU_LINES = 8  # lines per section in a session's submenu
 RECENT_IN_MENU = 10
-
-# What an "always" answer writes for each policy a target needs. A write grant
-# keeps deletion asking: omitting ``delete`` would let it inherit ``allow``.
-ALWAYS_POLICIES = {
-    "read": {"read": "allow"},
-    "write": {"write": "allow", "delete": "request"},
-    "delete": {"delete": "allow"},
-}
-
-
-def always_rules(pending: Pending) -> list[dict]:
-    """The ``[[paths]]`` rule fields an "always" answer writes: one per distinct path."""
-    needs: dict[str, set[str]] = {}
-    for target in pending.request.targets:
-        needs.setdefault(target.path, set()).add(target.need)
-    rules = []
-    who = pending.requester
-    for path, wanted in needs.items():
-        policies: dict[str, str] = {}
-        for need in ("read", "write", "delete"):
-            if need in wanted:
-                for name, verdict in ALWAYS_POLICIES[need].items():
-                    if policies.get(name) != "allow":
-                        policies[name] = verdict
-        note = f"always allowed in the Root Guard tray on {time.strftime('%Y-%m-%d')}: {pending.request.tool} from {who.client}"
-        rules.append({"path": path, "policies": policies, "follow_symlinks": False, "comment": note})
-    return rules
-
 
 class TrayApp(QObject):
     """Owns the tray icon, the main window and the prompt; answers through the broker."""
@@ -137,7 +108,9 @@ class TrayApp(QObject):
         rules: tuple[str, ...] = ()
         if answer == "always":
             try:
-                rules = tuple(write_always_rule(self.user_config, fields) for fields in always_rules(pending))
+                wanted = [(t.path, t.need) for t in pending.request.targets if t.need is not None]
+                fields = always_rules(wanted, tool=pending.request.tool, client=pending.requester.client)
+                rules = tuple(write_always_rule(self.user_config, f) for f in fields)
             except (GrantError, OSError) as exc:
                 self.prompt.show_error(f"Could not save the rule: {exc}")
                 return
@@ -152,12 +125,12 @@ class TrayApp(QObject):
         title = "Root Guard: union widened"
         text = f"{info.label}: {info.summary}"
         if self.tray is not None:
-            self.tray.showMessage(title, text, QSystemTrayIcon.Warning, 15000)
+            self.tray.showMessage(title, text, QSystemTrayIcon.MessageIcon.Warning, 15000)
         else:
             self.window.statusBar().showMessage(f"{title} — {text}")
 
     def _activated(self, reason) -> None:
-        if reason in (QSystemTrayIcon.Trigger, QSystemTrayIcon.DoubleClick):
+        if reason in (QSystemTrayIcon.ActivationReason.Trigger, QSystemTrayIcon.ActivationReason.DoubleClick):
             if self.broker.queue.pending:
                 self.show_prompt()
             else:

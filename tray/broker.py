@@ -16,16 +16,17 @@ import os
 import socket
 import stat
 
-from . import qtcompat  # noqa: F401  (first: guards PySide6 6.12 on Python 3.11)
 from PySide6.QtCore import QObject, Qt, QTimer
 from PySide6.QtNetwork import QLocalServer, QLocalSocket
 
 from lsp_bridge.approvals import protocol
-from lsp_bridge.approvals.queue import Answer, ApprovalQueue, Pending, QueueError, Requester
-from tray.hooks import Hook
-from lsp_bridge.approvals.runtime import ensure_private_dir, lock_path, peer_uid
 from lsp_bridge.approvals.protocol import ProtocolError
+from lsp_bridge.approvals.queue import Answer, ApprovalQueue, Pending, QueueError, Requester
+from lsp_bridge.approvals.runtime import ensure_private_dir, lock_path, peer_uid
+from tray.hooks import Hook
 from tray.sessions import SessionRegistry
+
+from . import qtcompat  # noqa: F401  (first: guards PySide6 6.12 on Python 3.11)
 
 log = logging.getLogger("rootguard.tray.broker")
 
@@ -127,7 +128,7 @@ class Broker(QObject):
         self._identity: tuple[int, int] | None = None
         self._expiry = QTimer(self)
         self._expiry.setSingleShot(True)
-        self._expiry.setTimerType(Qt.PreciseTimer)
+        self._expiry.setTimerType(Qt.TimerType.PreciseTimer)
         self._expiry.timeout.connect(self.check_expiry)
         self._expiry_armed = False
         self.stopped = False
@@ -191,7 +192,7 @@ class Broker(QObject):
             sock.disconnected.connect(lambda c=conn: self._closed(c))
 
     def _read(self, conn: Connection) -> None:
-        data = bytes(conn.socket.readAll())
+        data = bytes(conn.socket.readAll().data())
         for item in conn.frames.feed(data):
             if conn.closing:
                 return
@@ -258,13 +259,16 @@ class Broker(QObject):
     def _on_status(self, conn: Connection, payload: dict) -> None:
         change = self.registry.update_status(conn.id, payload)
         if change.folders_changed:
-            self.queue.set_folders(conn.id, self.registry.get(conn.id).roots)
+            info = self.registry.get(conn.id)
+            assert info is not None  # update_status registered it
+            self.queue.set_folders(conn.id, info.roots)
         self.sessionsChanged.emit()
         if change.widened_now:
             self.widened.emit(conn.id)
 
     def _on_request(self, conn: Connection, request: protocol.AccessRequest) -> None:
         info = self.registry.get(conn.id)
+        assert conn.hello is not None  # requests are dispatched only after hello
         who = Requester(conn.id, conn.hello.session, conn.hello.client, conn.hello.pid, info.window if info else "")
         try:
             result = self.queue.submit(who, request)

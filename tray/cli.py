@@ -9,9 +9,9 @@ import signal
 import sys
 
 from lsp_bridge.approvals.runtime import socket_path
+from lsp_bridge.core.settings import DEFAULT_APPROVAL_TIMEOUT as DEFAULT_TIMEOUT
 
 AUTOSTART_NAME = "rootguard-tray.desktop"
-DEFAULT_TIMEOUT = 30.0
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -24,7 +24,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--socket", metavar="PATH", help="listen on PATH instead of the per-user socket")
     p.add_argument("--show-window", action="store_true", help="open the main window at start")
     p.add_argument("--timeout", type=float, metavar="SECONDS",
-                   help="approval countdown (default: [approvals] timeout_seconds of the user configuration, else 30)")
+                   help=("approval countdown (default: [approvals] timeout_seconds of the user configuration, "
+                         f"else {DEFAULT_TIMEOUT:g})"))
     # Hidden switches for tests and benchmarks.
     p.add_argument("--headless", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--auto-answer", choices=("allow_once", "deny"), help=argparse.SUPPRESS)
@@ -92,7 +93,8 @@ def _application(headless: bool):
         return QCoreApplication.instance() or QCoreApplication(["rootguard-tray"])
     from PySide6.QtWidgets import QApplication
 
-    app = QApplication.instance() or QApplication(["rootguard-tray"])
+    existing = QApplication.instance()
+    app = existing if isinstance(existing, QApplication) else QApplication(["rootguard-tray"])
     app.setApplicationName("Root Guard")
     app.setDesktopFileName("rootguard-tray")
     app.setQuitOnLastWindowClosed(False)
@@ -109,7 +111,6 @@ def _broker(args, path: str):
 
 def _ui(args, broker):
     from lsp_bridge.core.config import user_config_path
-
     from tray.app import TrayApp
     from tray.prompt import DEFAULT_KEY_GUARD_MS
 
@@ -122,17 +123,18 @@ def _ui(args, broker):
 
 
 def user_timeout() -> float:
-    """``[approvals] timeout_seconds`` from the user configuration, else 30 s."""
+    """``[approvals] timeout_seconds`` from the user configuration, else the built-in default."""
     from lsp_bridge.core.config import load_config
 
     try:
         result = load_config(None)
     except (OSError, ValueError) as exc:
-        print(f"rootguard tray: user configuration unreadable ({type(exc).__name__}); countdown 30 s", file=sys.stderr)
+        print(f"rootguard tray: user configuration unreadable ({type(exc).__name__}); countdown {DEFAULT_TIMEOUT:g} s",
+              file=sys.stderr)
         return DEFAULT_TIMEOUT
     if result.config is None:
         errors = sum(1 for d in result.diagnostics if d.severity == "error")
-        print(f"rootguard tray: user configuration has {errors} error(s); countdown 30 s", file=sys.stderr)
+        print(f"rootguard tray: user configuration has {errors} error(s); countdown {DEFAULT_TIMEOUT:g} s", file=sys.stderr)
         return DEFAULT_TIMEOUT
     return float(result.config.approval_timeout)
 

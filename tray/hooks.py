@@ -10,7 +10,7 @@ thread (always the GUI thread here).
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 
 class Hook:

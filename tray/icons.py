@@ -79,11 +79,11 @@ def _disc(colour: str):
     from PySide6.QtGui import QColor, QIcon, QPainter, QPixmap
 
     pixmap = QPixmap(64, 64)
-    pixmap.fill(Qt.transparent)
+    pixmap.fill(Qt.GlobalColor.transparent)
     painter = QPainter(pixmap)
-    painter.setRenderHint(QPainter.Antialiasing)
+    painter.setRenderHint(QPainter.RenderHint.Antialiasing)
     painter.setBrush(QColor(colour))
-    painter.setPen(Qt.NoPen)
+    painter.setPen(Qt.PenStyle.NoPen)
     painter.drawEllipse(4, 4, 56, 56)
     painter.end()
     return QIcon(pixmap)
@@ -102,10 +102,10 @@ def render_pngs(directory: Path | None = None) -> list[Path]:
         if not renderer.isValid():
             raise ValueError(f"{base / f'tray-{state}.svg'}: not a valid SVG")
         for size in SIZES:
-            image = QImage(size, size, QImage.Format_ARGB32)
-            image.fill(Qt.transparent)
+            image = QImage(size, size, QImage.Format.Format_ARGB32)
+            image.fill(Qt.GlobalColor.transparent)
             painter = QPainter(image)
-            painter.setRenderHint(QPainter.Antialiasing)
+            painter.setRenderHint(QPainter.RenderHint.Antialiasing)
             renderer.render(painter)
             painter.end()
             out = base / f"tray-{state}-{size}.png"

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import time
 
-from . import qtcompat  # noqa: F401  (first: guards PySide6 6.12 on Python 3.11)
 from PySide6.QtCore import QEvent, QObject, Qt, QTimer
 from PySide6.QtWidgets import (
     QAbstractItemView,
@@ -29,6 +28,8 @@ from PySide6.QtWidgets import (
 from lsp_bridge.approvals.queue import Pending
 from tray.hooks import Hook
 
+from . import qtcompat  # noqa: F401  (first: guards PySide6 6.12 on Python 3.11)
+
 DEFAULT_KEY_GUARD_MS = 600
 PROMPT_WIDTH = 820
 ANSWER_BUTTONS = (
@@ -37,15 +38,15 @@ ANSWER_BUTTONS = (
     ("allow_session", "Allow for this &session"),
     ("always", "&Always allow"),
 )
-_GUARDED = (QEvent.KeyPress, QEvent.KeyRelease, QEvent.ShortcutOverride)
-_INTERACTION = (QEvent.MouseButtonPress, QEvent.Wheel, QEvent.KeyPress)
+_GUARDED = (QEvent.Type.KeyPress, QEvent.Type.KeyRelease, QEvent.Type.ShortcutOverride)
+_INTERACTION = (QEvent.Type.MouseButtonPress, QEvent.Type.Wheel, QEvent.Type.KeyPress)
 
 
 class ApprovalPrompt(QDialog):
     """Shows one pending approval; calls ``answered(pending, answer)``."""
 
     def __init__(self, key_guard_ms: int = DEFAULT_KEY_GUARD_MS, clock=time.monotonic, parent: QWidget | None = None):
-        super().__init__(parent, Qt.Window | Qt.WindowStaysOnTopHint)
+        super().__init__(parent, Qt.WindowType.Window | Qt.WindowType.WindowStaysOnTopHint)
         self.answered = Hook()  # (pending, answer)
         self.interacted = Hook()  # (pending): pause its countdown
         self.setWindowTitle("Root Guard — may the agent do this?")
@@ -70,7 +71,7 @@ class ApprovalPrompt(QDialog):
         self.heading = QLabel()
         self.heading.setStyleSheet("font-size: 14pt; font-weight: bold;")
         self.queue_label = QLabel()
-        self.queue_label.setAlignment(Qt.AlignRight | Qt.AlignVCenter)
+        self.queue_label.setAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
         top = QHBoxLayout()
         top.addWidget(self.heading, 1)
         top.addWidget(self.queue_label)
@@ -83,13 +84,13 @@ class ApprovalPrompt(QDialog):
         self.reason = QLabel()
         for label in (self.who, self.tool, self.operation, self.rule, self.reason):
             label.setWordWrap(True)
-            label.setTextInteractionFlags(Qt.TextSelectableByMouse)
+            label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.targets = QTreeWidget()
         self.targets.setColumnCount(4)
         self.targets.setHeaderLabels(["Canonical path", "Relative path", "Root", "Needs"])
         self.targets.setRootIsDecorated(False)
-        self.targets.setSelectionMode(QAbstractItemView.NoSelection)
-        self.targets.header().setSectionResizeMode(QHeaderView.ResizeToContents)
+        self.targets.setSelectionMode(QAbstractItemView.SelectionMode.NoSelection)
+        self.targets.header().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
         self.targets.header().setStretchLastSection(False)
         form = QFormLayout()
         form.addRow("Who asks:", self.who)
@@ -146,7 +147,7 @@ class ApprovalPrompt(QDialog):
         if not self.isVisible():
             self.show()
             self.raise_()
-        self.deny_button.setFocus(Qt.OtherFocusReason)
+        self.deny_button.setFocus(Qt.FocusReason.OtherFocusReason)
 
     def show_error(self, message: str) -> None:
         self.error.setText(message)
@@ -157,6 +158,7 @@ class ApprovalPrompt(QDialog):
         """As tall as the content needs at the current width (wrapped labels included)."""
         width = max(self.width(), PROMPT_WIDTH)
         layout = self.layout()
+        assert layout is not None  # set in __init__
         layout.activate()
         height = layout.heightForWidth(width) if layout.hasHeightForWidth() else -1
         self.resize(width, height if height > 0 else self.sizeHint().height())
@@ -207,7 +209,7 @@ class ApprovalPrompt(QDialog):
     def _end_guard(self) -> None:
         self.guarded = False
         self._set_buttons_enabled(True)
-        self.deny_button.setFocus(Qt.OtherFocusReason)
+        self.deny_button.setFocus(Qt.FocusReason.OtherFocusReason)
 
     def _set_buttons_enabled(self, enabled: bool) -> None:
         for answer, button in self.buttons.items():
@@ -226,7 +228,7 @@ class ApprovalPrompt(QDialog):
     def keyPressEvent(self, event) -> None:
         if self.guarded:
             return
-        if event.key() == Qt.Key_Escape:
+        if event.key() == Qt.Key.Key_Escape:
             self._answer("deny")
             return
         super().keyPressEvent(event)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import html
 import time
+from collections.abc import Callable
 
-from . import qtcompat  # noqa: F401  (first: guards PySide6 6.12 on Python 3.11)
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import (
     QHBoxLayout,
@@ -27,6 +27,8 @@ from lsp_bridge.approvals.queue import MissedRecord
 from tray.broker import Broker
 from tray.hooks import Hook
 from tray.sessions import describe
+
+from . import qtcompat  # noqa: F401  (first: guards PySide6 6.12 on Python 3.11)
 
 ANSWER_TEXT = {
     "allow_once": "allowed once",
@@ -52,7 +54,7 @@ class MainWindow(QMainWindow):
         super().__init__(parent)
         self.answerRequested = Hook()
         self.broker = broker
-        self.quit_on_close = None  # a callable when closing this window quits the tray
+        self.quit_on_close: Callable[[], None] | None = None  # a callable when closing this window quits the tray
         self.widened_icon = None  # set by the app: marks windows whose union widened
         self.setWindowTitle("Root Guard")
         self.resize(980, 620)
@@ -77,7 +79,7 @@ class MainWindow(QMainWindow):
     def _sessions_tab(self) -> QWidget:
         self.session_list = QListWidget()
         self.session_list.setWordWrap(True)
-        self.session_list.setHorizontalScrollBarPolicy(Qt.ScrollBarAlwaysOff)
+        self.session_list.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         self.session_list.currentItemChanged.connect(lambda *_: self._show_details())
         self.details = QTextBrowser()
         self.acknowledge = QPushButton("Acknowledge widening")
@@ -117,7 +119,7 @@ class MainWindow(QMainWindow):
 
     def show_session(self, conn: int) -> None:
         for row in range(self.session_list.count()):
-            if self.session_list.item(row).data(Qt.UserRole) == conn:
+            if self.session_list.item(row).data(Qt.ItemDataRole.UserRole) == conn:
                 self.session_list.setCurrentRow(row)
         self.tabs.setCurrentIndex(0)
         self.present()
@@ -138,12 +140,12 @@ class MainWindow(QMainWindow):
 
     def _refresh_sessions(self) -> None:
         current = self.session_list.currentItem()
-        keep = current.data(Qt.UserRole) if current else None
+        keep = current.data(Qt.ItemDataRole.UserRole) if current else None
         self.session_list.clear()
         for info in self.broker.registry.sessions():
             item = QListWidgetItem(f"{info.label}\n{info.summary}")
-            item.setData(Qt.UserRole, info.conn)
-            item.setData(Qt.UserRole + 1, info.widened)
+            item.setData(Qt.ItemDataRole.UserRole, info.conn)
+            item.setData(Qt.ItemDataRole.UserRole + 1, info.widened)
             if info.widened and self.widened_icon is not None:
                 item.setIcon(self.widened_icon)
             item.setToolTip(f"session {info.session}, pid {info.pid}")
@@ -156,7 +158,7 @@ class MainWindow(QMainWindow):
 
     def _show_details(self) -> None:
         item = self.session_list.currentItem()
-        info = self.broker.registry.get(item.data(Qt.UserRole)) if item else None
+        info = self.broker.registry.get(item.data(Qt.ItemDataRole.UserRole)) if item else None
         self.acknowledge.setEnabled(bool(info and info.widened))
         if info is None:
             self.details.setHtml("<p>No editor window is connected.</p>")
@@ -192,7 +194,7 @@ class MainWindow(QMainWindow):
             item = QTreeWidgetItem(
                 [clock_text(m.when), m.who, m.tool, m.operation, paths_text(m.paths), m.rule or "", m.why]
             )
-            item.setData(0, Qt.UserRole, m)
+            item.setData(0, Qt.ItemDataRole.UserRole, m)
             item.setToolTip(4, "\n".join(m.paths))
             self.missed.addTopLevelItem(item)
         missed = len(self.broker.queue.missed)
@@ -203,12 +205,12 @@ class MainWindow(QMainWindow):
     def _acknowledge(self) -> None:
         item = self.session_list.currentItem()
         if item is not None:
-            self.broker.registry.acknowledge(item.data(Qt.UserRole))
+            self.broker.registry.acknowledge(item.data(Qt.ItemDataRole.UserRole))
             self.broker.sessionsChanged.emit()
 
     def _dismiss_missed(self) -> None:
         item = self.missed.currentItem()
-        record = item.data(0, Qt.UserRole) if item else None
+        record = item.data(0, Qt.ItemDataRole.UserRole) if item else None
         if isinstance(record, MissedRecord):
             self.broker.queue.dismiss_missed(record)
             self._refresh_records()

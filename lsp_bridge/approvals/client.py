@@ -23,11 +23,11 @@ import os
 import random
 import time
 import uuid
-from typing import Iterable
+from collections.abc import Iterable
 
 from lsp_bridge.approvals import protocol
-from lsp_bridge.approvals.runtime import peer_uid
 from lsp_bridge.approvals.protocol import Decision, ProtocolError, Target
+from lsp_bridge.approvals.runtime import peer_uid
 
 log = logging.getLogger("rootguard.tray.client")
 
@@ -177,7 +177,7 @@ class TrayClient:
             self._reader_task.cancel()
             self._reader_task = None
 
-    async def __aenter__(self) -> "TrayClient":
+    async def __aenter__(self) -> TrayClient:
         await self.start()
         return self
 
@@ -191,7 +191,7 @@ class TrayClient:
             return False
         try:
             reader, writer = await asyncio.wait_for(asyncio.open_unix_connection(self.socket), self.connect_timeout)
-        except (OSError, asyncio.TimeoutError) as exc:
+        except (TimeoutError, OSError) as exc:
             log.debug("no tray at %s: %s", self.socket, type(exc).__name__)
             return False
         if not _served_by_us(writer):
@@ -205,7 +205,7 @@ class TrayClient:
             writer.write(protocol.encode(protocol.hello(self.session, self.client, self.folders, self.pid)))
             await writer.drain()
             welcome = await asyncio.wait_for(asyncio.shield(self._welcome), self.connect_timeout)
-        except (OSError, asyncio.TimeoutError, ConnectionError, ProtocolError) as exc:
+        except (TimeoutError, OSError, ConnectionError, ProtocolError) as exc:
             log.debug("tray handshake failed: %s", type(exc).__name__)
             welcome = None
         if welcome is None:
@@ -335,5 +335,8 @@ def _target(value: Target | str | dict) -> Target:
         unknown = set(value) - {"path", "relative", "root", "need"}
         if unknown:
             raise ValueError(f"unknown target field(s): {', '.join(sorted(unknown))}")
-        return Target(value.get("path"), value.get("relative"), value.get("root"), value.get("need"))
+        path = value.get("path")
+        if not isinstance(path, str):
+            raise ValueError("a target dict needs a 'path' string")
+        return Target(path, value.get("relative"), value.get("root"), value.get("need"))
     raise ValueError(f"a target is a path, a dict or a Target, not {type(value).__name__}")

@@ -14,7 +14,9 @@ from __future__ import annotations
 import json
 import math
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any, Literal, TypeGuard, overload
 
 from lsp_bridge.approvals.runtime import socket_path  # noqa: F401  (re-exported: both sides use it)
 
@@ -436,14 +438,20 @@ def _parse_error(f: dict) -> ErrorReply:
     )
 
 
-_CLIENT_PARSERS = {"hello": _parse_hello, "status": _parse_status, "request": _parse_request, "withdraw": _parse_withdraw}
-_SERVER_PARSERS = {"welcome": _parse_welcome, "queued": _parse_queued, "decision": _parse_decision, "error": _parse_error}
+_CLIENT_PARSERS: dict[str, Callable[[dict[str, Any]], ClientMessage]] = {
+    "hello": _parse_hello, "status": _parse_status, "request": _parse_request, "withdraw": _parse_withdraw}
+_SERVER_PARSERS: dict[str, Callable[[dict[str, Any]], ServerMessage]] = {
+    "welcome": _parse_welcome, "queued": _parse_queued, "decision": _parse_decision, "error": _parse_error}
 
 
 # ---------------------------------------------------------------------------
 # Field helpers
 
 
+@overload
+def _text(f: dict, key: str, kind: str, *, required: Literal[True], empty: bool = True) -> str: ...
+@overload
+def _text(f: dict, key: str, kind: str, *, required: bool, empty: bool = True) -> str | None: ...
 def _text(f: dict, key: str, kind: str, *, required: bool, empty: bool = True) -> str | None:
     value = f.get(key)
     if value is None and not required:
@@ -465,7 +473,7 @@ def _is_abs(path: str) -> bool:
     return bool(path) and "\x00" not in path and os.path.isabs(path)
 
 
-def _finite_number(value) -> bool:
+def _finite_number(value: object) -> TypeGuard[float]:
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 

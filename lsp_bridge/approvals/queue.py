@@ -2,8 +2,10 @@
 
 - Identical pending requests (same session, tool, operation and paths) merge
   into one entry with a counter; one answer answers them all.
-- "Allow for this session" grants live here, per connection, and are dropped
-  when the session ends or its workspace folders change.
+- "Allow for this session" grants live here, per connection, in the approval
+  service's store (``SessionGrants``, keyed by (need, canonical path), as the
+  requesters keep theirs), and are dropped when the session ends or its
+  workspace folders change.
 - Each entry has a countdown (``[approvals] timeout_seconds``) that pauses on
   interaction; expiry answers ``timeout`` once, stores nothing, and leaves a
   missed-request record. The requester's own deadline is a hard limit that a
@@ -15,12 +17,13 @@ from __future__ import annotations
 import itertools
 import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
-from lsp_bridge.approvals.protocol import MAX_PENDING_PER_CLIENT, AccessRequest
+from lsp_bridge.approvals.protocol import DEFAULT_NEED, MAX_PENDING_PER_CLIENT, AccessRequest
+from lsp_bridge.approvals.service import SessionGrants
+from lsp_bridge.core.settings import DEFAULT_APPROVAL_TIMEOUT as DEFAULT_TIMEOUT
 
-DEFAULT_TIMEOUT = 30.0
 RECENT_LIMIT = 50
 MISSED_LIMIT = 200
 
@@ -172,7 +175,7 @@ class ApprovalQueue:
         self.wall = wall
         self._pending: list[Pending] = []
         self._serials = itertools.count(1)
-        self._grants: dict[int, set[tuple[str, str, str]]] = {}
+        self._grants: dict[int, SessionGrants] = {}
         self._folders: dict[int, frozenset[str]] = {}
         self.recent: deque[DecisionRecord] = deque(maxlen=RECENT_LIMIT)
         self.missed: deque[MissedRecord] = deque(maxlen=MISSED_LIMIT)
@@ -190,8 +193,8 @@ class ApprovalQueue:
     def waiting_count(self) -> int:
         return sum(p.count for p in self._pending)
 
-    def grants(self, conn: int) -> frozenset[tuple[str, str, str]]:
-        """(tool, operation, path) triples allowed for this session."""
+    def grants(self, conn: int) -> frozenset[tuple[str, str]]:
+        """(need, path) pairs allowed for this session."""
         return frozenset(self._grants.get(conn, ()))
 
     def find(self, serial: int) -> Pending | None:
@@ -230,8 +233,7 @@ class ApprovalQueue:
             return []
         self._pending.remove(pending)
         if answer == "allow_session":
-            grants = self._grants.setdefault(pending.requester.conn, set())
-            grants.update((pending.request.tool, pending.request.operation, p) for p in pending.request.paths)
+            self._grants.setdefault(pending.requester.conn, SessionGrants()).add(grant_keys(pending.request))
         reason = reason or _ANSWER_REASONS.get(answer, "")
         self._record(pending.requester, pending.request, answer, pending.count, reason)
         return [Answer(w.requester.conn, w.request.id, answer, reason, rules) for w in pending.waiting]
@@ -293,7 +295,7 @@ class ApprovalQueue:
         new = frozenset(folders)
         old = self._folders.get(conn)
         self._folders[conn] = new
-        if old is not None and old != new and self._grants.get(conn):
+        if old is not None and old != new and len(self._grants.get(conn, ())):
             self._grants.pop(conn, None)
             return True
         return False
@@ -321,7 +323,7 @@ class ApprovalQueue:
 
     def _granted(self, conn: int, request: AccessRequest) -> bool:
         grants = self._grants.get(conn)
-        return bool(grants) and all((request.tool, request.operation, p) in grants for p in request.paths)
+        return grants is not None and grants.covers(grant_keys(request))
 
     def _has_id(self, conn: int, request_id: str) -> bool:
         return any(w.requester.conn == conn and w.request.id == request_id for p in self._pending for w in p.waiting)
@@ -340,6 +342,15 @@ class ApprovalQueue:
             MissedRecord(self.wall(), item.requester.label, req.tool, req.operation, req.paths, req.rule, req.reason, why, count)
         )
         self._record(item.requester, req, "timeout", count, why)
+
+
+def grant_keys(request: AccessRequest) -> set[tuple[str, str]]:
+    """What an "allow for this session" answer to ``request`` covers: (need, path) per target.
+
+    A target without a need (a rename that did not say which end needs what) is
+    keyed by the operation, so it only ever matches the same unspecified request.
+    """
+    return {(t.need or DEFAULT_NEED.get(request.operation) or request.operation, t.path) for t in request.targets}
 
 
 _ANSWER_REASONS = {

@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import stat
 import warnings
+from collections.abc import Mapping
 
 SOCKET_ENV = "ROOTGUARD_TRAY_SOCKET"
 SOCKET_NAME = "tray.sock"
@@ -28,7 +29,7 @@ def runtime_dir() -> str:
         return platformdirs.user_runtime_dir("rootguard")
 
 
-def socket_path(env: dict[str, str] | None = None) -> str:
+def socket_path(env: Mapping[str, str] | None = None) -> str:
     """The tray socket's path: ``$ROOTGUARD_TRAY_SOCKET`` or ``<runtime dir>/tray.sock``."""
     env = os.environ if env is None else env
     override = env.get(SOCKET_ENV)

@@ -1,8 +1,8 @@
-"""The language server's link to the tray: publish status, ask for approvals.
+"""The language server's link to the tray: connect, publish status, follow folder changes.
 
 A thin adapter over ``lsp_bridge.approvals.client.TrayClient`` (which reconnects on its own and
-denies pending requests at once when the tray goes away). ``ask`` returns None
-when no tray is connected, so the caller can fall back to the editor.
+denies pending requests at once when the tray goes away). Approvals are asked by
+``lsp_bridge.approvals.service``, which uses ``client`` directly.
 """
 
 from __future__ import annotations
@@ -10,17 +10,9 @@ from __future__ import annotations
 import asyncio
 import logging
 
-from lsp_bridge.approvals.client import Target, TrayClient
+from lsp_bridge.approvals.client import TrayClient
 
 log = logging.getLogger("rootguard.lsp.tray")
-
-_ANSWERS = {
-    "allow_once": ("allow", "Allow once"),
-    "allow_session": ("allow", "Allow for this session"),
-    "always": ("allow", "Always (rule written to the user configuration)"),
-    "deny": ("deny", "denied in the Root Guard tray"),
-    "timeout": ("deny", "no answer in time: denied once, nothing stored"),
-}
 
 
 class TrayLink:
@@ -29,7 +21,7 @@ class TrayLink:
         self._tasks: set[asyncio.Task] = set()
 
     @classmethod
-    def start(cls, ls) -> "TrayLink":
+    def start(cls, ls) -> TrayLink:
         tracker = ls.tracker
         link = cls(TrayClient(session=tracker.session_id, client="rootguard-lsp", folders=tracker.session.folders))
 
@@ -54,27 +46,6 @@ class TrayLink:
 
     def set_folders(self, folders) -> None:
         self._spawn(self.client.set_folders(folders))
-
-    async def ask(self, decision, tool: str, timeout: float):
-        """(verdict, how) from the tray, or None when no tray is connected."""
-        if not self.client.connected:
-            return None
-        source_need = "delete" if decision.dest is not None else None  # rename: delete the source
-        targets = [Target(decision.path, root=decision.root, need=source_need)]
-        if decision.dest is not None:
-            targets.append(Target(decision.dest.path, root=decision.dest.root, need="write"))
-        answer = await self.client.request_access(
-            tool=tool,
-            operation=decision.op,
-            targets=targets,
-            rule=decision.rule,
-            reason=decision.reason,
-            timeout=timeout + 5.0,  # the tray's countdown decides first; this is the hard stop
-            timeout_seconds=timeout,
-        )
-        if answer.answer == "no_approver":
-            return None
-        return _ANSWERS.get(answer.answer, ("deny", f"unexpected answer {answer.answer!r}: denied"))
 
     def close(self) -> None:
         self._spawn(self.client.close())

@@ -14,9 +14,9 @@ import shutil
 import tempfile
 
 from lsp_bridge.cli.demo_repo import build_monorepo
-from lsp_bridge.inventory.scan import inventory
-from lsp_bridge.inventory.report import format_roots, roots_report
 from lsp_bridge.core.session import open_session
+from lsp_bridge.inventory.report import format_roots, roots_report
+from lsp_bridge.inventory.scan import inventory
 
 
 def run_demo(*, keep: bool = False, as_json: bool = False) -> int:
@@ -29,6 +29,7 @@ def run_demo(*, keep: bool = False, as_json: bool = False) -> int:
         env = {"ROOTGUARD_CONFIG": user_config}
         narrow = open_session([demo.narrow], env=env)
         wide = open_session([demo.narrow, demo.repo], env=env)
+        assert narrow.scope is not None and wide.scope is not None  # open_session built them
         report = inventory(narrow.scope.union.paths, wide.scope.union.paths)
         widenings = wide.scope.union.widenings_from(narrow.scope.union)
         if as_json:

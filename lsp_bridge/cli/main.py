@@ -11,7 +11,7 @@ import argparse
 import json
 import os
 import sys
-from typing import Sequence
+from collections.abc import Sequence
 
 
 class UsageError(Exception):

@@ -46,11 +46,11 @@ import posixpath
 import re
 import stat
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal, cast
 
-from lsp_bridge.core.diagnostics import Diagnostic, Range, has_errors
+from lsp_bridge.core.diagnostics import Diagnostic, Range, Severity, has_errors
 from lsp_bridge.core.globs import glob_problem
 from lsp_bridge.core.paths import canonical
 from lsp_bridge.core.settings import (
@@ -61,8 +61,9 @@ from lsp_bridge.core.settings import (
     Config,
     Mount,
     PathRule,
+    Source,
+    Verdict,
 )
-
 
 MAX_CONFIG_BYTES = 1024 * 1024
 ENV_CONFIG = "ROOTGUARD_CONFIG"
@@ -197,7 +198,7 @@ def config_candidates(project_root: str | None, env: Mapping[str, str] = os.envi
 _BARE_KEY = re.compile(r"[A-Za-z0-9_-]+")
 _BARE_VALUE = re.compile(r"[^,\]}\n#]*")
 
-KeyPath = tuple  # of str (keys) and int (array indexes)
+KeyPath = tuple[Any, ...]  # of str (keys) and int (array indexes)
 
 
 class _Locator:
@@ -316,7 +317,8 @@ class _Locator:
             if raw.startswith("'"):
                 return raw[1:-1]
             try:
-                return json.loads(raw)
+                key: str = json.loads(raw)
+                return key
             except ValueError:
                 return raw[1:-1]
         match = _BARE_KEY.match(self._text, self._i)
@@ -348,12 +350,13 @@ class _Locator:
             self._sequence(lambda index: self._key_value(path), "}")
         else:
             match = _BARE_VALUE.match(self._text, self._i)
+            assert match is not None  # the pattern matches the empty string too
             self._i = start + len(match.group().rstrip())
             if self._i == start:
                 raise ValueError("expected a value")
         self.values.setdefault(path, (start, self._i))
 
-    def _sequence(self, item, close: str) -> None:
+    def _sequence(self, item: Callable[[int], None], close: str) -> None:
         index = 0
         while True:
             self._skip(True)
@@ -450,7 +453,9 @@ class _Checker:
             self._locator = _Locator(self._text)
         return self._locator
 
-    def report(self, severity, code, message, path, kind="value", tags=()) -> None:
+    def report(
+        self, severity: Severity, code: str, message: str, path: KeyPath, kind: str = "value", tags: tuple[str, ...] = ()
+    ) -> None:
         rng = self.locator.range_of(path, kind)
         self.diagnostics.append(Diagnostic(severity, code, message, self.file, rng, tags))
 
@@ -460,7 +465,7 @@ class _Checker:
     def wrong_type(self, path: KeyPath, value: Any, expected: str) -> None:
         self.error("wrong-type", f"`{_display(path)}` must be {expected}, not {_toml_type(value)}", path)
 
-    def table(self, value: Any, path: KeyPath, allowed: tuple[str, ...]) -> dict | None:
+    def table(self, value: Any, path: KeyPath, allowed: tuple[str, ...]) -> dict[str, Any] | None:
         """The ``allowed`` entries of table ``value``; other keys are reported as errors."""
         if not isinstance(value, dict):
             self.wrong_type(path, value, "a table")
@@ -499,7 +504,8 @@ class _Checker:
             self.wrong_type(path, value, "an array of strings")
             return None
         good = [self.string(item, path + (index,)) for index, item in enumerate(value)]
-        return None if any(item is None for item in good) else good
+        strings = [item for item in good if item is not None]
+        return strings if len(strings) == len(good) else None
 
     def path_text(self, value: Any, path: KeyPath) -> str | None:
         text = self.string(value, path)
@@ -537,7 +543,7 @@ def _check_glob(ck: _Checker, pattern: str, path: KeyPath) -> bool:
     return False
 
 
-def _check_version(ck: _Checker, data: dict) -> int | None:
+def _check_version(ck: _Checker, data: dict[str, Any]) -> int | None:
     if "version" not in data:
         return 1
     value = data["version"]
@@ -550,7 +556,7 @@ def _check_version(ck: _Checker, data: dict) -> int | None:
     return value
 
 
-def _check_safety(ck: _Checker, data: dict, version: int | None) -> dict[str, bool]:
+def _check_safety(ck: _Checker, data: dict[str, Any], version: int | None) -> dict[str, bool]:
     if "safety" not in data or version is None:
         return {}
     if version == 2:
@@ -580,7 +586,7 @@ def _check_safety(ck: _Checker, data: dict, version: int | None) -> dict[str, bo
     return found
 
 
-def _check_workspace(ck: _Checker, data: dict, base_dir: str | None) -> tuple[tuple[str, ...] | None, str | None]:
+def _check_workspace(ck: _Checker, data: dict[str, Any], base_dir: str | None) -> tuple[tuple[str, ...] | None, str | None]:
     table = ck.table(data.get("workspace", {}), ("workspace",), WORKSPACE_KEYS)
     if table is None:
         return None, None
@@ -601,7 +607,7 @@ def _check_workspace(ck: _Checker, data: dict, base_dir: str | None) -> tuple[tu
     return roots, worktrees
 
 
-def _check_approvals(ck: _Checker, data: dict) -> float | None:
+def _check_approvals(ck: _Checker, data: dict[str, Any]) -> float | None:
     table = ck.table(data.get("approvals", {}), ("approvals",), APPROVAL_KEYS)
     if not table or "timeout_seconds" not in table:
         return None
@@ -617,7 +623,7 @@ def _check_approvals(ck: _Checker, data: dict) -> float | None:
     return float(value)
 
 
-def _tables(ck: _Checker, data: dict, name: str) -> list[tuple[KeyPath, Any]]:
+def _tables(ck: _Checker, data: dict[str, Any], name: str) -> list[tuple[KeyPath, Any]]:
     value = data.get(name, [])
     if not isinstance(value, list):
         ck.wrong_type((name,), value, f"an array of tables ([[{name}]])")
@@ -625,24 +631,24 @@ def _tables(ck: _Checker, data: dict, name: str) -> list[tuple[KeyPath, Any]]:
     return [((name, index), item) for index, item in enumerate(value)]
 
 
-def _required(ck: _Checker, table: dict, where: KeyPath, key: str) -> Any:
+def _required(ck: _Checker, table: dict[str, Any], where: KeyPath, key: str) -> Any:
     if key not in table:
         ck.error("missing-key", f"`{_display(where)}` needs `{key}`", where, "key")
     return table.get(key)
 
 
-def _check_policies(ck: _Checker, value: Any, where: KeyPath) -> dict[str, str | None] | None:
+def _check_policies(ck: _Checker, value: Any, where: KeyPath) -> dict[str, Verdict | None] | None:
     table = ck.table(value, where, POLICY_KEYS)
     if table is None:
         return None
-    verdicts = {name: ck.choice(table[name], where + (name,), VERDICTS) for name in table}
+    verdicts = {name: cast("Verdict | None", ck.choice(table[name], where + (name,), VERDICTS)) for name in table}
     if any(verdict is None for verdict in verdicts.values()):
         return None
     verdicts.setdefault("delete", verdicts.get("write"))
     return verdicts
 
 
-def _rule_id(ck: _Checker, table: dict, where: KeyPath) -> str | None:
+def _rule_id(ck: _Checker, table: dict[str, Any], where: KeyPath) -> str | None:
     rule_id = _required(ck, table, where, "id")
     rule_id = None if rule_id is None else ck.string(rule_id, where + ("id",))
     if rule_id is not None and not rule_id.strip():
@@ -651,7 +657,7 @@ def _rule_id(ck: _Checker, table: dict, where: KeyPath) -> str | None:
     return rule_id
 
 
-def _globs(ck: _Checker, table: dict, where: KeyPath) -> tuple[str, ...] | None:
+def _globs(ck: _Checker, table: dict[str, Any], where: KeyPath) -> tuple[str, ...] | None:
     patterns = ck.strings(table.get(where[-1], []), where)
     if patterns is None:
         return None
@@ -659,7 +665,9 @@ def _globs(ck: _Checker, table: dict, where: KeyPath) -> tuple[str, ...] | None:
     return tuple(patterns) if all(checked) else None
 
 
-def _check_rule(ck, where, value, source, file, base_dir, follow_default) -> PathRule | None:
+def _check_rule(
+    ck: _Checker, where: KeyPath, value: Any, source: Source, file: str, base_dir: str | None, follow_default: bool
+) -> PathRule | None:
     table = ck.table(value, where, PATH_KEYS)
     if table is None:
         return None
@@ -670,10 +678,12 @@ def _check_rule(ck, where, value, source, file, base_dir, follow_default) -> Pat
     policies = _check_policies(ck, table.get("policies", {}), where + ("policies",))
     includes = _globs(ck, table, where + ("includes",))
     excludes = _globs(ck, table, where + ("excludes",))
-    follow = follow_default
+    follow: bool | None = follow_default
     if "follow_symlinks" in table:
         follow = ck.boolean(table["follow_symlinks"], where + ("follow_symlinks",))
-    if None in (rule_id, anchor, policies, includes, excludes, follow):
+    if rule_id is None or text is None or anchor is None or policies is None or includes is None or excludes is None:
+        return None
+    if follow is None:
         return None
     return PathRule(
         id=rule_id,
@@ -692,7 +702,9 @@ def _check_rule(ck, where, value, source, file, base_dir, follow_default) -> Pat
     )
 
 
-def _check_paths(ck, data, source, file, base_dir, follow_default) -> tuple[PathRule, ...]:
+def _check_paths(
+    ck: _Checker, data: dict[str, Any], source: Source, file: str, base_dir: str | None, follow_default: bool
+) -> tuple[PathRule, ...]:
     rules: list[PathRule] = []
     first_seen: dict[str, KeyPath] = {}
     for where, value in _tables(ck, data, "paths"):
@@ -709,7 +721,7 @@ def _check_paths(ck, data, source, file, base_dir, follow_default) -> tuple[Path
     return tuple(rules)
 
 
-def _check_mount(ck, where, value, file, base_dir) -> Mount | None:
+def _check_mount(ck: _Checker, where: KeyPath, value: Any, file: str, base_dir: str | None) -> Mount | None:
     table = ck.table(value, where, MOUNT_KEYS)
     if table is None:
         return None
@@ -721,7 +733,7 @@ def _check_mount(ck, where, value, file, base_dir) -> Mount | None:
     if target is not None and not target.startswith("/"):
         ck.error("bad-path", f"`{_display(where + ('target',))}` must be an absolute POSIX path", where + ("target",))
         target = None
-    mode = ck.choice(table.get("mode", "ro"), where + ("mode",), MOUNT_MODES)
+    mode = cast('Literal["ro", "rw"] | None', ck.choice(table.get("mode", "ro"), where + ("mode",), MOUNT_MODES))
     if source is None or target is None or mode is None:
         return None
     return Mount(source=source[0], target=_posix_normpath(target), mode=mode, file=file)
@@ -732,7 +744,7 @@ def _posix_normpath(target: str) -> str:
     return "/" + normal.lstrip("/")
 
 
-def _check_mounts(ck, data, file, base_dir) -> tuple[Mount, ...]:
+def _check_mounts(ck: _Checker, data: dict[str, Any], file: str, base_dir: str | None) -> tuple[Mount, ...]:
     mounts: dict[str, Mount] = {}
     for where, value in _tables(ck, data, "mounts"):
         mount = _check_mount(ck, where, value, file, base_dir)
@@ -745,7 +757,7 @@ def _check_mounts(ck, data, file, base_dir) -> tuple[Mount, ...]:
     return tuple(mounts.values())
 
 
-def _version_notice(ck: _Checker, data: dict) -> None:
+def _version_notice(ck: _Checker, data: dict[str, Any]) -> None:
     ck.report(
         "information",
         "config-version-1",
@@ -756,7 +768,9 @@ def _version_notice(ck: _Checker, data: dict) -> None:
     )
 
 
-def _check_document(ck: _Checker, data: dict, source: str, file: str, base_dir: str | None) -> Layer | None:
+def _check_document(
+    ck: _Checker, data: dict[str, Any], source: Source, file: str, base_dir: str | None
+) -> Layer | None:
     for key in data:
         if key not in TOP_KEYS:
             message = f"unknown key `{_display((key,))}` (expected one of: {', '.join(TOP_KEYS)})"
@@ -787,7 +801,7 @@ _TOML_ERROR_AT = re.compile(
 )
 
 
-def parse_toml(text: str, file: str) -> tuple[dict | None, Diagnostic | None]:
+def parse_toml(text: str, file: str) -> tuple[dict[str, Any] | None, Diagnostic | None]:
     """(data, None), or (None, a syntax error diagnostic at the parser's position).
 
     Loading uses the standard library's strict TOML 1.0 parser (an order of
@@ -799,6 +813,7 @@ def parse_toml(text: str, file: str) -> tuple[dict | None, Diagnostic | None]:
     except tomllib.TOMLDecodeError as exc:
         match = _TOML_ERROR_AT.match(str(exc))
         rng = _end_range(text)
+        assert match is not None  # every part of the pattern is optional
         if match.group("line"):
             rng = Range.point(int(match.group("line")) - 1, int(match.group("column")) - 1)
         return None, _error("toml-syntax", f"invalid TOML: {match.group('message')}", file, rng)
@@ -815,11 +830,12 @@ def _canonical_file(file: str) -> str:
     return canonical(file) if os.path.isabs(file) else file
 
 
-def parse_text(text: str, file: str, *, source: str, base_dir: str | None) -> ParsedFile:
+def parse_text(text: str, file: str, *, source: Source, base_dir: str | None) -> ParsedFile:
     """Validate configuration ``text`` (as if read from ``file``) and resolve it."""
     data, problem = parse_toml(text, file)
     if problem is not None:
         return ParsedFile(file, source, None, None, (problem,))
+    assert data is not None  # parse_toml returns data or a problem
     checker = _Checker(file, text)
     layer = _check_document(checker, data, source, _canonical_file(file), base_dir)
     version = layer.version if layer else None
@@ -865,15 +881,16 @@ def _too_large(path: str) -> Diagnostic:
     return _error("config-too-large", f"configuration file {path} is larger than {MAX_CONFIG_BYTES} bytes", path)
 
 
-def parse_file(path: str, *, source: str, base_dir: str | None) -> ParsedFile:
+def parse_file(path: str, *, source: Source, base_dir: str | None) -> ParsedFile:
     """Read and validate one configuration file."""
     text, problem = read_config_text(path)
     if problem is not None:
         return ParsedFile(path, source, None, None, (problem,))
+    assert text is not None  # read_config_text returns text or a problem
     return parse_text(text, path, source=source, base_dir=base_dir)
 
 
-def diagnostics_for_text(text: str, file: str, source: str, base_dir: str | None) -> list[Diagnostic]:
+def diagnostics_for_text(text: str, file: str, source: Source, base_dir: str | None) -> list[Diagnostic]:
     """Diagnostics for an unsaved editor buffer holding a configuration file."""
     return list(parse_text(text, file, source=source, base_dir=base_dir).diagnostics)
 
@@ -901,7 +918,7 @@ def _environment_roots(env: Mapping[str, str]) -> tuple[tuple[str, ...] | None, 
     return tuple(dict.fromkeys(roots)), problems
 
 
-def _merge_by(lower: tuple, higher: tuple, key) -> tuple:
+def _merge_by(lower: tuple[Any, ...], higher: tuple[Any, ...], key: Callable[[Any], Any]) -> tuple[Any, ...]:
     replaced = {key(item) for item in higher}
     return tuple(item for item in lower if key(item) not in replaced) + tuple(higher)
 

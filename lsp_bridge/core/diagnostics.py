@@ -7,8 +7,9 @@ The language server publishes these as LSP diagnostics, the CLI prints them as
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 Severity = Literal["error", "warning", "information", "hint"]
 
@@ -21,7 +22,7 @@ class Range:
     end_column: int
 
     @classmethod
-    def point(cls, line: int, column: int, length: int = 1) -> "Range":
+    def point(cls, line: int, column: int, length: int = 1) -> Range:
         return cls(line, column, line, column + max(length, 1))
 
 
@@ -40,8 +41,8 @@ class Diagnostic:
             where += f":{self.range.start_line + 1}:{self.range.start_column + 1}"
         return f"{where}: {self.severity}: {self.message} [{self.code}]"
 
-    def to_json(self) -> dict:
-        data: dict = {
+    def to_json(self) -> dict[str, Any]:
+        data: dict[str, Any] = {
             "severity": self.severity,
             "code": self.code,
             "message": self.message,
@@ -58,5 +59,5 @@ class Diagnostic:
         return data
 
 
-def has_errors(diagnostics) -> bool:
+def has_errors(diagnostics: Iterable[Diagnostic]) -> bool:
     return any(d.severity == "error" for d in diagnostics)

@@ -6,7 +6,8 @@ the language server's start-up) does not pay for it.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Sequence
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from pathspec import GitIgnoreSpec

@@ -1,6 +1,8 @@
 """Persistent grants: an "always allow" answer becomes a ``[[paths]]`` rule in the user file.
 
-Only the user configuration file is ever written (seed 001: persistent grants
+``always_rules`` maps the answer to rule fields (one rule per distinct path,
+with the policies each target needs); ``write_always_rule`` writes one. Only
+the user configuration file is ever written (seed 001: persistent grants
 belong only in user-level configuration; a project file is refused). The file
 is edited with tomlkit so the user's comments and formatting survive, checked
 with the configuration validator before it replaces the old one, written
@@ -14,9 +16,11 @@ import hashlib
 import os
 import time
 from collections import Counter
-from typing import Mapping
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 import tomlkit
+from tomlkit import TOMLDocument
 from tomlkit.exceptions import TOMLKitError
 from tomlkit.items import AoT
 
@@ -28,11 +32,20 @@ POLICY_NAMES = ("read", "write", "delete")
 FIELDS = ("id", "path", "policies", "includes", "excludes", "follow_symlinks", "comment")
 
 
+# What an "always" answer grants for each policy a target needs. A write grant
+# keeps deletion asking: omitting ``delete`` would let it inherit ``allow``.
+ALWAYS_POLICIES = {
+    "read": {"read": "allow"},
+    "write": {"write": "allow", "delete": "request"},
+    "delete": {"delete": "allow"},
+}
+
+
 class GrantError(ValueError):
     """The rule was not written; the message names the file or field and why."""
 
 
-def write_always_rule(user_config: str, rule_fields: Mapping) -> str:
+def write_always_rule(user_config: str, rule_fields: Mapping[str, Any]) -> str:
     """Append one ``[[paths]]`` rule to the user configuration file; return its id.
 
     ``rule_fields``: ``path`` (absolute), ``policies`` (``{"read"|"write"|"delete":
@@ -58,6 +71,33 @@ def write_always_rule(user_config: str, rule_fields: Mapping) -> str:
     return rule_id
 
 
+def always_rules(targets: Iterable[tuple[str, str]], *, tool: str, client: str,
+                 today: str | None = None) -> list[dict[str, Any]]:
+    """The ``[[paths]]`` rule fields an "always" answer writes: one per distinct path.
+
+    ``targets``: (canonical path, need) pairs, need one of read, write, delete.
+    Each rule allows exactly the needs asked for (``ALWAYS_POLICIES``), never
+    follows symbolic links, and says in its comment who asked and when.
+    """
+    needs: dict[str, set[str]] = {}
+    for path, need in targets:
+        if need not in ALWAYS_POLICIES:
+            raise GrantError(f"{path}: cannot grant {need!r} for good (expected read, write or delete)")
+        needs.setdefault(path, set()).add(need)
+    note = (f"always allowed in the Root Guard tray on {today or time.strftime('%Y-%m-%d')}: "
+            f"{tool} from {client}")
+    rules = []
+    for path, wanted in needs.items():
+        policies: dict[str, str] = {}
+        for need in POLICY_NAMES:
+            if need in wanted:
+                for name, verdict in ALWAYS_POLICIES[need].items():
+                    if policies.get(name) != "allow":
+                        policies[name] = verdict
+        rules.append({"path": path, "policies": policies, "follow_symlinks": False, "comment": note})
+    return rules
+
+
 def default_user_config() -> str:
     """The user configuration file this user's grants go to."""
     return user_config_path()
@@ -78,7 +118,7 @@ def _user_file(given: str) -> str:
     return os.path.realpath(given)  # a symlinked dotfile keeps its link
 
 
-def _checked_fields(raw: Mapping) -> dict:
+def _checked_fields(raw: Mapping[str, Any]) -> dict[str, Any]:
     if not isinstance(raw, Mapping):
         raise GrantError("rule fields must be a mapping")
     unknown = sorted(set(raw) - set(FIELDS))
@@ -93,7 +133,7 @@ def _checked_fields(raw: Mapping) -> dict:
     for name, verdict in policies.items():
         if name not in POLICY_NAMES or verdict not in VERDICTS:
             raise GrantError(f"rule field 'policies.{name}' must be one of {', '.join(VERDICTS)} for read, write or delete")
-    fields = {"path": path, "policies": {n: policies[n] for n in POLICY_NAMES if n in policies}}
+    fields: dict[str, Any] = {"path": path, "policies": {n: policies[n] for n in POLICY_NAMES if n in policies}}
     for name in ("includes", "excludes"):
         value = raw.get(name)
         if value is not None:
@@ -103,7 +143,7 @@ def _checked_fields(raw: Mapping) -> dict:
     for name, kind in (("follow_symlinks", bool), ("id", str), ("comment", str)):
         value = raw.get(name)
         if value is not None:
-            if not isinstance(value, kind) or (kind is str and not value.strip()):
+            if not isinstance(value, kind) or (isinstance(value, str) and not value.strip()):
                 raise GrantError(f"rule field {name!r} must be a {'boolean' if kind is bool else 'non-empty string'}")
             fields[name] = value
     if "\n" in fields.get("comment", "") or "\r" in fields.get("comment", ""):
@@ -137,7 +177,7 @@ def _appended(old_text: str | None, rule_text: str) -> str:
     return old_text + ("\n" if old_text.strip() else "") + rule_text
 
 
-def _paths_array(document, path: str) -> list:
+def _paths_array(document: TOMLDocument, path: str) -> AoT | list[Any]:
     rules = document.get("paths")
     if rules is None:
         return []
@@ -146,7 +186,7 @@ def _paths_array(document, path: str) -> list:
     return list(rules)
 
 
-def _identical(rules: AoT, fields: dict) -> str | None:
+def _identical(rules: AoT | list[Any], fields: dict[str, Any]) -> str | None:
     wanted = {k: v for k, v in fields.items() if k not in ("id", "comment")}
     for rule in rules:
         plain = {k: v for k, v in rule.unwrap().items() if k != "id"}
@@ -155,7 +195,7 @@ def _identical(rules: AoT, fields: dict) -> str | None:
     return None
 
 
-def _new_id(fields: dict, taken: set[str]) -> str:
+def _new_id(fields: dict[str, Any], taken: set[str]) -> str:
     digest = hashlib.sha256(fields["path"].encode()).hexdigest()[:10]
     base = f"tray-{'-'.join(fields['policies'])}-{digest}"
     rule_id, n = base, 2
@@ -164,7 +204,7 @@ def _new_id(fields: dict, taken: set[str]) -> str:
     return rule_id
 
 
-def _rule_text(rule_id: str, fields: dict) -> str:
+def _rule_text(rule_id: str, fields: dict[str, Any]) -> str:
     """The rule as TOML, rendered by tomlkit: ``[[paths]] # note`` and its keys."""
     table = tomlkit.table()
     table["id"] = rule_id
@@ -182,7 +222,7 @@ def _rule_text(rule_id: str, fields: dict) -> str:
     return tomlkit.dumps(document)
 
 
-def _check_result(new_text: str, old_text: str | None, path: str, rule_id: str, fields: dict) -> None:
+def _check_result(new_text: str, old_text: str | None, path: str, rule_id: str, fields: dict[str, Any]) -> None:
     """The new file must parse, end with exactly our rule, and add no configuration error."""
     rules = _paths_array(_parse(new_text, path), path)
     last = rules[-1].unwrap() if rules else {}
@@ -190,7 +230,7 @@ def _check_result(new_text: str, old_text: str | None, path: str, rule_id: str, 
     if last != expected:
         raise GrantError(f"{path}: the rule could not be appended cleanly; nothing written")
 
-    def errors(text: str) -> Counter:
+    def errors(text: str) -> Counter[tuple[str, str]]:
         parsed = parse_text(text, path, source="user", base_dir=None)
         return Counter((d.code, d.message) for d in parsed.diagnostics if d.severity == "error")
 

@@ -25,10 +25,13 @@ import os
 import stat
 import sys
 import tempfile
+from collections.abc import MutableMapping
 from dataclasses import dataclass, field
+from typing import Any, NoReturn
 
 import tomlkit
-from tomlkit.items import AoT, Array, Table
+from tomlkit import TOMLDocument
+from tomlkit.items import AoT, Array, InlineTable, Table
 
 from lsp_bridge.core.atomic import atomic_write
 from lsp_bridge.core.config import V1_SAFETY_DEFAULTS, parse_text, parse_toml, read_config_text, user_config_path
@@ -66,7 +69,7 @@ class MigrationResult:
         return self.ok and self.new_text != self.original_text
 
 
-def _version(data: dict) -> object:
+def _version(data: dict[str, Any]) -> object:
     return data.get("version", 1)
 
 
@@ -75,6 +78,7 @@ def needs_migration(text: str) -> bool:
     data, problem = parse_toml(text, "<input>")
     if problem is not None:
         raise ValueError(problem.message)
+    assert data is not None  # parse_toml returns data or a problem
     version = _version(data)
     return version == 1 and not isinstance(version, bool)
 
@@ -129,14 +133,14 @@ def _checked(result: MigrationResult, file: str) -> MigrationResult:
     return MigrationResult(result.original_text, [], result.diagnostics + [problem], result.original_text)
 
 
-def _rule_tables(document) -> list:
+def _rule_tables(document: TOMLDocument) -> list[Any]:
     paths = document.get("paths")
     if isinstance(paths, (AoT, Array)):
         return [table for table in paths if isinstance(table, dict)]
     return []
 
 
-def _follow_symlinks_on_rules(document) -> list[str]:
+def _follow_symlinks_on_rules(document: TOMLDocument) -> list[str]:
     """Set ``follow_symlinks = true`` on each rule that does not say."""
     changes = []
     for table in _rule_tables(document):
@@ -147,7 +151,7 @@ def _follow_symlinks_on_rules(document) -> list[str]:
     return changes
 
 
-def _add_after_last_value(table, key: str, value) -> None:
+def _add_after_last_value(table: MutableMapping[str, Any], key: str, value: Any) -> None:
     """Add ``key`` right after the table's last plain key (before sub-tables and trailing comments)."""
     if not isinstance(table, Table):
         table[key] = value
@@ -172,9 +176,11 @@ def _unique_id(wanted: str, taken: set[str]) -> str:
     return candidate
 
 
-def _new_rules(document, data: dict, safety: dict, written: dict, newline: str) -> tuple[str, list[str]]:
+def _new_rules(
+    document: TOMLDocument, data: dict[str, Any], safety: dict[str, Any], written: dict[str, Any], newline: str
+) -> tuple[str, list[str]]:
     """The text appended for translated booleans, and the change lines."""
-    taken = {rule.get("id") for rule in data.get("paths", []) if isinstance(rule, dict)}
+    taken = {rule["id"] for rule in data.get("paths", []) if isinstance(rule, dict) and isinstance(rule.get("id"), str)}
     rules = []
     if safety["allow_temp_directory"]:
         rules.append((TEMP_COMMENT, _unique_id("temp-directory", taken), canonical(tempfile.gettempdir())))
@@ -183,7 +189,7 @@ def _new_rules(document, data: dict, safety: dict, written: dict, newline: str) 
     pieces, changes = [], []
     inline = isinstance(document.get("paths"), Array)
     for comment, rule_id, path in rules:
-        table = {"id": rule_id, "path": path, "policies": {"read": "allow", "write": "allow"}}
+        table: dict[str, Any] = {"id": rule_id, "path": path, "policies": {"read": "allow", "write": "allow"}}
         if safety["follow_symlinks"]:
             table["follow_symlinks"] = True
         if inline:
@@ -199,20 +205,21 @@ def _new_rules(document, data: dict, safety: dict, written: dict, newline: str) 
     return (text + "\n").replace("\n", newline) if text else "", changes
 
 
-def _inline(table: dict):
+def _inline(table: dict[str, Any]) -> InlineTable:
     item = tomlkit.inline_table()
     for key, value in table.items():
         item[key] = _inline(value) if isinstance(value, dict) else value
     return item
 
 
-def _value_text(value) -> str:
+def _value_text(value: Any) -> str:
     if isinstance(value, dict):
         return "{ " + ", ".join(f"{key} = {_value_text(item)}" for key, item in value.items()) + " }"
-    return tomlkit.item(value).as_string()
+    text: str = tomlkit.item(value).as_string()
+    return text
 
 
-def _rule_text(table: dict) -> str:
+def _rule_text(table: dict[str, Any]) -> str:
     return "\n".join(["[[paths]]"] + [f"{key} = {_value_text(value)}" for key, value in table.items()])
 
 
@@ -239,6 +246,7 @@ def write_migration(path: str) -> MigrationResult:
     text, problem = read_config_text(path)
     if problem is not None:
         return MigrationResult("", [], [problem], "")
+    assert text is not None  # read_config_text returns text or a problem
     result = migrate_text(text, path)
     if not result.changed:
         return result
@@ -259,7 +267,7 @@ def write_migration(path: str) -> MigrationResult:
 
 
 class _Parser(argparse.ArgumentParser):
-    def error(self, message: str):  # usage errors exit 1: 2 means "needs migration"
+    def error(self, message: str) -> NoReturn:  # usage errors exit 1: 2 means "needs migration"
         self.print_usage(sys.stderr)
         self.exit(1, f"{self.prog}: error: {message}\n")
 
@@ -299,6 +307,7 @@ def main_migrate(args: list[str]) -> int:
     if problem is not None:
         _say(problem.format())
         return 1
+    assert text is not None  # read_config_text returns text or a problem
     result = migrate_text(text, path)
     for diagnostic in result.diagnostics:
         _say(diagnostic.format())

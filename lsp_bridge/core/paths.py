@@ -9,6 +9,10 @@ from __future__ import annotations
 import errno
 import os
 import sys
+from collections.abc import Mapping
+from typing import Generic, TypeVar
+
+V = TypeVar("V")
 
 SEP = os.sep
 
@@ -106,7 +110,7 @@ def relative_to(path: str, root: str) -> str:
     return rel.replace(os.sep, "/")
 
 
-class PrefixIndex:
+class PrefixIndex(Generic[V]):
     """Values keyed by canonical directory, looked up by any path beneath them.
 
     A lookup tries only the key lengths present in the index, so it costs
@@ -115,16 +119,16 @@ class PrefixIndex:
 
     __slots__ = ("_map", "_lengths")
 
-    def __init__(self, mapping: dict):
+    def __init__(self, mapping: Mapping[str, V]):
         self._map = dict(mapping)
         self._lengths = sorted({len(k) for k in self._map}, reverse=True)
 
     def __bool__(self) -> bool:
         return bool(self._map)
 
-    def matches(self, key: str) -> list[tuple[str, object]]:
+    def matches(self, key: str) -> list[tuple[str, V]]:
         """(prefix, value) for every indexed directory containing ``key``, nearest first."""
-        found = []
+        found: list[tuple[str, V]] = []
         size = len(key)
         get = self._map.get
         for length in self._lengths:
@@ -136,7 +140,7 @@ class PrefixIndex:
                     found.append((key[:length], value))
         return found
 
-    def nearest(self, key: str):
+    def nearest(self, key: str) -> V | None:
         size = len(key)
         get = self._map.get
         for length in self._lengths:

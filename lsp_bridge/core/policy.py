@@ -29,8 +29,9 @@ from __future__ import annotations
 
 import os
 import stat
+from collections.abc import Container, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Iterable, Sequence
+from typing import Any
 
 from lsp_bridge.core.paths import fold, is_within, realpath
 from lsp_bridge.core.rules import RuleSet
@@ -57,14 +58,14 @@ class Decision:
     reason: str
     rule_source: str | None = None
     root: str | None = None  # the selected root
-    dest: "Decision | None" = None  # rename: the destination's decision
+    dest: Decision | None = None  # rename: the destination's decision
 
     @property
     def allowed(self) -> bool:
         return self.decision == "allow"
 
-    def to_json(self) -> dict:
-        data = {
+    def to_json(self) -> dict[str, Any]:
+        data: dict[str, Any] = {
             "decision": self.decision,
             "path": self.path,
             "rule": self.rule,
@@ -78,16 +79,44 @@ class Decision:
 
 
 @dataclass(frozen=True)
+class Part:
+    """One need of one batch item on one canonical path, as decided, then after session grants."""
+
+    need: str  # read | write | delete
+    path: str  # canonical
+    decision: Decision  # the engine's decision for this need
+    verdict: Verdict  # after session grants: a granted ``request`` is ``allow``
+
+
+@dataclass(frozen=True)
+class ItemDecision:
+    """One item of a batch: the engine's decision, its parts, and the verdict after grants."""
+
+    decision: Decision  # for several needs: the strictest; for a rename: the whole rename
+    parts: tuple[Part, ...]
+    verdict: Verdict  # after session grants
+    reason: str
+
+    @property
+    def granted(self) -> bool:
+        """A ``request`` that an "allow for this session" answer already covers."""
+        return self.decision.decision == "request" and self.verdict == "allow"
+
+
+@dataclass(frozen=True)
 class BatchDecision:
     decision: Verdict
     items: tuple[Decision, ...]
     reason: str
+    results: tuple[ItemDecision, ...] = ()
+    culprit: int | None = None  # the item that made the batch deny or request (None: the span rule, or allowed)
+    spans_roots: bool = False  # denied because the call spans roots whose policies differ
 
     @property
     def pending(self) -> tuple[Decision, ...]:
-        return tuple(d for d in self.items if d.decision == "request")
+        return tuple(r.decision for r in self.results if r.verdict == "request")
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {"decision": self.decision, "reason": self.reason, "items": [d.to_json() for d in self.items]}
 
 
@@ -198,7 +227,8 @@ class Policy:
         root, ruleset = self.select(target.canonical)
         shown_op = reported_op or op
         if target.loop:
-            return Decision("deny", target.canonical, shown_op, None, "a symbolic link loop: the path cannot be resolved", None, root)
+            return Decision("deny", target.canonical, shown_op, None, "a symbolic link loop: the path cannot be resolved",
+                            None, root)
         verdict, rule, reason = self._decide_point(target.canonical, need, ruleset, op)
         if target.links and verdict != "deny":
             for link in target.links:
@@ -216,39 +246,92 @@ class Policy:
         return Decision(verdict, target.canonical, shown_op, rule.id if rule else None, reason,
                         rule.source if rule else None, root)
 
-    def decide_batch(self, items: Iterable[tuple[str, str] | tuple[str, str, str | None]]) -> BatchDecision:
-        """Decide every item before anything happens; the batch stands or falls whole."""
-        decisions: list[Decision] = []
-        paths: list[str] = []
-        for item in items:
-            op, path, dest = (*item, None)[:3]
-            decision = self.decide(op, path, dest)
-            decisions.append(decision)
-            paths.append(decision.path)
-            if decision.dest is not None:
-                paths.append(decision.dest.path)
-        if not decisions:
+    def decide_batch(self, items: Iterable[tuple[Any, ...]], *, granted: Container[tuple[str, str]] = ()) -> BatchDecision:
+        """Decide every item before anything happens; the batch stands or falls whole.
+
+        An item is ``(op, path)`` or ``("rename", path, dest)``; ``op`` may be a
+        tuple of operations needed on the same path (an edit reads and writes);
+        a path is a string (resolved here) or an already-resolved ``Target``.
+        ``granted`` holds the session's "allow for this session" answers as
+        ``(need, canonical path)`` pairs: a ``request`` whose every requested
+        part is granted becomes ``allow``; a ``deny`` never changes.
+
+        Order: a call spanning roots whose policies differ is denied; then the
+        first denied item denies the batch; then any item still at ``request``
+        makes the whole batch wait for one approval; else it is allowed.
+        """
+        results = [self._decide_item(item, granted) for item in items]
+        decisions = tuple(r.decision for r in results)
+        done = tuple(results)
+        if not results:
             return BatchDecision("deny", (), "an empty batch decides nothing")
-        span = self.span_conflict(paths)
+        paths = list(dict.fromkeys(p.path for r in results for p in r.parts))
+        span = self.span_conflict(paths) if len(paths) > 1 else None
         if span:
-            return BatchDecision("deny", tuple(decisions), span)
-        denied = [d for d in decisions if d.decision == "deny"]
-        if denied:
-            return BatchDecision("deny", tuple(decisions), f"{denied[0].path} is denied: {denied[0].reason}")
-        pending = [d for d in decisions if d.decision == "request"]
+            return BatchDecision("deny", decisions, span, done, None, True)
+        single = len(results) == 1
+        for index, result in enumerate(results):
+            if result.verdict == "deny":
+                reason = result.reason if single else f"{result.decision.path} is denied: {result.reason}"
+                return BatchDecision("deny", decisions, reason, done, index)
+        pending = [i for i, r in enumerate(results) if r.verdict == "request"]
         if pending:
-            return BatchDecision("request", tuple(decisions), f"{len(pending)} of {len(decisions)} targets need approval")
-        return BatchDecision("allow", tuple(decisions), "every target is allowed")
+            reason = results[pending[0]].reason if len(pending) == 1 else (
+                f"{len(pending)} of {len(results)} targets need approval")
+            return BatchDecision("request", decisions, reason, done, pending[0])
+        reason = results[0].reason if single else "every target is allowed"
+        return BatchDecision("allow", decisions, reason, done)
+
+    def _decide_item(self, item: tuple[Any, ...], granted: Container[tuple[str, str]]) -> ItemDecision:
+        op, path, dest = (*item, None)[:3]
+        ops = (op,) if isinstance(op, str) else tuple(op)
+        if not ops or any(o not in OPERATIONS for o in ops):
+            raise PolicyInputError(f"unknown operation {op!r} (expected one of {', '.join(OPERATIONS)})")
+        if "rename" in ops:
+            if len(ops) != 1 or dest is None:
+                raise PolicyInputError("rename needs a destination and no other operation")
+            source, target = self._as_target(path), self._as_target(dest)
+            whole = self.decide_rename(source, target)
+            dest_decision = whole.dest or self.decide_target("write", target, reported_op="rename")
+            pieces = [("delete", self.decide_target("delete", source, reported_op="rename")), ("write", dest_decision)]
+        elif len(ops) == 1:  # the common case, kept short: one need on one path
+            decision = self.decide_target(ops[0], self._as_target(path))
+            need, verdict = _NEEDS[ops[0]], decision.decision
+            if verdict == "request" and (need, decision.path) in granted:
+                part = Part(need, decision.path, decision, "allow")
+                return ItemDecision(decision, (part,), "allow", f"allowed for this session earlier ({decision.reason})")
+            return ItemDecision(decision, (Part(need, decision.path, decision, verdict),), verdict, decision.reason)
+        else:
+            target = self._as_target(path)
+            pieces = [(_NEEDS[o], self.decide_target(o, target)) for o in ops]
+            whole = max((d for _, d in pieces), key=lambda d: STRICTNESS[d.decision])
+        parts = tuple(
+            Part(need, d.path, d, "allow" if d.decision == "request" and (need, d.path) in granted else d.decision)
+            for need, d in pieces
+        )
+        asked = [p for p in parts if p.decision.decision == "request"]
+        explained = max(STRICTNESS[p.decision.decision] for p in parts) == STRICTNESS[whole.decision]
+        if whole.decision == "request" and asked and explained and all(p.verdict == "allow" for p in asked):
+            return ItemDecision(whole, parts, "allow", f"allowed for this session earlier ({whole.reason})")
+        return ItemDecision(whole, parts, whole.decision, whole.reason)
+
+    def decide_granted(self, op: str, target: Target, granted: Container[tuple[str, str]] = ()) -> str:
+        """The verdict for one resolved path after session grants (listings filter with it)."""
+        return self._decide_item((op, target), granted).verdict
+
+    def _as_target(self, path: str | Target) -> Target:
+        return path if isinstance(path, Target) else self.resolve(path)
 
     # -- internals -----------------------------------------------------------
 
-    def _decide_point(self, path: str, need: str, ruleset: RuleSet, op: str):
+    def _decide_point(self, path: str, need: str, ruleset: RuleSet, op: str) -> tuple[Verdict, PathRule | None, str]:
         key = fold(path)
         win = ruleset.winner(key, need)
         if win is not None:
             compiled, verdict = win
             rule = compiled.rule
-            reason = f"rule {rule.id!r} ({rule.source}{': ' + rule.file if rule.file else ''}) sets {need} = {rule_verdict(rule, need)}"
+            where = rule.source + (": " + rule.file if rule.file else "")
+            reason = f"rule {rule.id!r} ({where}) sets {need} = {rule_verdict(rule, need)}"
             if compiled.reduced and rule_verdict(rule, need) == "allow":
                 reason += "; a project file cannot allow beyond the host baseline, so approval is required"
         elif (entry := self.scope.union.entry_for(path)) is not None:
@@ -303,7 +386,8 @@ def _below(path: str, ancestor: str) -> str:
 
 
 def rule_verdict(rule: PathRule, need: str) -> str | None:
-    return getattr(rule, need)
+    verdict: Verdict | None = getattr(rule, need)
+    return verdict
 
 
 def _links_on_the_way(lexical: str) -> list[str]:

@@ -41,8 +41,8 @@ import errno
 import os
 import re
 import stat
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Mapping
 from urllib.parse import unquote
 
 from lsp_bridge.core import paths
@@ -178,6 +178,7 @@ def _canonical_root(project_root: object, original: str) -> str:
     if known is not None:
         return known
     root = _check_root(project_root, original)
+    assert isinstance(project_root, str)  # _check_root accepts only a string
     if len(_ROOTS) >= _MAX_ROOTS:
         _ROOTS.clear()
     _ROOTS[project_root] = root
@@ -190,7 +191,7 @@ def _check_root(project_root: object, original: str) -> str:
         and "\x00" not in project_root
         and os.path.isabs(project_root)
     )
-    root = paths.canonical(project_root) if usable else ""
+    root = paths.canonical(project_root) if usable and isinstance(project_root, str) else ""
     if not usable or not os.path.isdir(root):
         raise ResolveError(
             "unknown_project",

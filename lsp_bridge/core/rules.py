@@ -81,7 +81,7 @@ class RuleSet:
                 reduced = rule.source == "project" and not scope.union.contains(anchor)
                 compiled = CompiledRule(rule, anchor, exact, excludes, includes, reduced, depth(anchor))
                 by_anchor.setdefault(anchor, []).append(compiled)
-        self._index = PrefixIndex(by_anchor)
+        self._index: PrefixIndex[list[CompiledRule]] = PrefixIndex(by_anchor)
 
     @staticmethod
     def _anchors(rule: PathRule, scope: Scope) -> list[str]:

@@ -22,8 +22,9 @@ Nothing here reads the process's current directory.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Callable, Sequence
+from typing import Any
 
 from lsp_bridge.core import worktrees as wt
 from lsp_bridge.core.diagnostics import Diagnostic
@@ -43,7 +44,7 @@ class WorktreeRoot:
     locked: bool = False
     prunable: bool = False
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {
             "path": self.path,
             "checkout": self.checkout,
@@ -72,8 +73,8 @@ class Scope:
     def request_checkouts(self) -> tuple[str, ...]:
         return tuple(sorted({w.checkout for w in self.worktrees if w.mode == "request"}))
 
-    def to_json(self) -> dict:
-        data = {"roots": list(self.folders)}
+    def to_json(self) -> dict[str, Any]:
+        data: dict[str, Any] = {"roots": list(self.folders)}
         data.update(self.union.to_json())
         data["worktrees"] = [w.to_json() for w in self.worktrees]
         return data
@@ -123,7 +124,7 @@ def build_scope(folders: Sequence[str], config: Config, *, locate: Locator | Non
     return Scope(valid_folders, union, tuple(worktree_roots), tuple(remaps), tuple(diagnostics), approval_only)
 
 
-def _canonical_folders(folders: Sequence[str]):
+def _canonical_folders(folders: Sequence[str]) -> Iterator[str]:
     for folder in folders:
         try:
             path = canonical(folder)
@@ -179,7 +180,7 @@ def _base_candidates(
     return cands
 
 
-def _safe_locate(locate: Locator, path: str, diagnostics: list[Diagnostic]):
+def _safe_locate(locate: Locator, path: str, diagnostics: list[Diagnostic]) -> wt.GitLocation | None:
     """The folder's repository, read natively; undecided or refused adds nothing."""
     try:
         discovery = locate(canonical(path))

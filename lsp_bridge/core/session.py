@@ -10,8 +10,9 @@ own project file still governs the paths inside it.
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Mapping, Sequence
+from typing import TYPE_CHECKING
 
 from lsp_bridge.core.config import ConfigKeeper, config_candidates
 from lsp_bridge.core.diagnostics import Diagnostic
@@ -77,6 +78,7 @@ class Session:
 
             if self.scope is None:
                 self.rebuild()
+            assert self.scope is not None  # rebuild() sets it
             self._policy = Policy(self.scope, self.configs() or [("/", DENY_ALL)])
         return self._policy
 

@@ -48,7 +48,7 @@ else:
         names = self._names
         if len(args) > len(names):
             raise TypeError(f"{type(self).__name__} takes {len(names)} arguments, got {len(args)}")
-        values = dict(zip(names, args))
+        values = dict(zip(names, args, strict=False))
         for name, value in kwargs.items():
             if name not in names or name in values:
                 raise TypeError(f"{type(self).__name__}: unexpected or repeated argument {name!r}")
@@ -66,6 +66,7 @@ Origin = Literal["folder", "worktree", "config", "environment", "temp", "any-pat
 Approver = Literal["tray", "editor", "none"]
 Severity = Literal["error", "warning"]
 WideningKind = Literal["ancestor", "disjoint"]
+Answer = Literal["allow_once", "allow_session", "always", "deny", "timeout", "no_approver"]  # approvals/protocol.py
 
 # -- rootguard/status ----------------------------------------------------------
 
@@ -325,14 +326,16 @@ class AccessResult:
     rule_source: str | None = None
     dest: AccessResult | None = None
     policy_decision: Verdict | None = None  # the engine's verdict before a person answered
+    approval: Answer | None = None  # the answer given to a request-level access
+    approver: str | None = None  # who gave it (the tray, the editor, a session grant...)
 
 
 # -- rootguard/inventory: no params; the result is ``Inventory | None``. -------------------
 
 MESSAGES: dict[str, dict[str, Any]] = {
     "rootguard/status": {"direction": "server → client notification", "params": Status},
-    "rootguard/explain": {"params": ExplainParams, "result": Union[ExplainResult, RequestError]},
-    "rootguard/inventory": {"params": None, "result": Union[Inventory, None]},
+    "rootguard/explain": {"params": ExplainParams, "result": ExplainResult | RequestError},
+    "rootguard/inventory": {"params": None, "result": Inventory | None},
     "rootguard/access": {"params": AccessParams, "result": AccessResult},
 }
 
@@ -397,7 +400,7 @@ def _build(tp: Any, data: Any, where: str) -> Any:
                 kwargs[f.name] = _build(hints[f.name], data[f.name], f"{where}.{f.name}")
             elif f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
                 raise TypeError(f"{where}: missing field {f.name!r}")
-        return tp(**kwargs)
+        return typing.cast(Any, tp)(**kwargs)
     if tp is float:
         if isinstance(data, bool) or not isinstance(data, (int, float)):
             raise TypeError(f"{where}: expected a number, got {data!r}")

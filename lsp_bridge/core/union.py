@@ -9,8 +9,9 @@ rejected with a diagnostic and never replaced by something wider.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Iterable
+from typing import Any
 
 from lsp_bridge.core.diagnostics import Diagnostic
 from lsp_bridge.core.paths import PrefixIndex, canonical, fold, is_within
@@ -49,7 +50,7 @@ class Widening:
     kind: str  # "ancestor" (contains old entries: the costly case) or "disjoint"
     contains: tuple[str, ...] = ()  # old entries it swallows
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {
             "folder": self.folder,
             "entry": self.contains[0] if self.contains else None,
@@ -69,7 +70,7 @@ class Union:
     entries: tuple[RootEntry, ...] = ()
     shadowed: tuple[Shadowed, ...] = ()
     diagnostics: tuple[Diagnostic, ...] = ()
-    _index: PrefixIndex = field(default_factory=lambda: PrefixIndex({}), repr=False, compare=False)
+    _index: PrefixIndex[RootEntry] = field(default_factory=lambda: PrefixIndex({}), repr=False, compare=False)
 
     @property
     def paths(self) -> tuple[str, ...]:
@@ -83,10 +84,10 @@ class Union:
         """The entry containing canonical ``path``."""
         return self._index.nearest(fold(path))
 
-    def is_subset_of(self, other: "Union") -> bool:
+    def is_subset_of(self, other: Union) -> bool:
         return all(other.contains(e.path) for e in self.entries)
 
-    def widenings_from(self, old: "Union") -> list[Widening]:
+    def widenings_from(self, old: Union) -> list[Widening]:
         """The entries of this union not covered by ``old``, each classified."""
         found = []
         for entry in self.entries:
@@ -96,7 +97,7 @@ class Union:
             found.append(Widening(entry.path, "ancestor" if swallowed else "disjoint", swallowed))
         return found
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {
             "union": list(self.paths),
             "entries": [{"path": e.path, "origin": e.origin, "reason": e.reason} for e in self.entries],

@@ -65,6 +65,7 @@ import errno
 import os
 import stat
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Literal, NamedTuple
@@ -546,7 +547,7 @@ def _too_wide(path: str, home: str | None) -> str | None:
     return None
 
 
-def _ancestors(start: str):
+def _ancestors(start: str) -> Iterator[str]:
     current = start
     while True:
         yield current
@@ -942,12 +943,13 @@ def _lock_state(admin: str) -> tuple[bool, str | None, Signature | None]:
 
 
 def _note_wide_checkouts(location: GitLocation, home: str | None, notes: list[Diagnostic]) -> None:
-    named = [("toplevel", location.toplevel), ("main worktree", location.main_worktree)]
+    named: list[tuple[str | LinkedWorktree, str | None]] = [
+        ("toplevel", location.toplevel), ("main worktree", location.main_worktree)]
     named += [(w, w.path) for w in location.worktrees]  # labelled only when wide
     seen: set[str] = set()
     for label, path in named:
         wide = _too_wide(path, home) if path else None
-        if wide and path not in seen:
+        if wide and path is not None and path not in seen:
             seen.add(path)
             if isinstance(label, LinkedWorktree):
                 label = f"worktree {label.name!r}"

@@ -19,8 +19,9 @@ import json
 import os
 import posixpath
 import re
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Iterator, Mapping, Sequence
+from typing import Literal
 
 from lsp_bridge.core.diagnostics import Diagnostic, Range
 from lsp_bridge.core.paths import canonical, fold, is_within, relative_to
@@ -251,8 +252,9 @@ def _named_folder(name: str, ctx: _Context) -> str:
 # ---------------------------------------------------------------- docker arguments
 
 _BOOL_LONG = frozenset(
-    "--rm --interactive --tty --detach --init --privileged --read-only --publish-all --no-healthcheck"
-    " --oom-kill-disable --sig-proxy --quiet --disable-content-trust --help --replace --rmi".split()
+    ["--rm", "--interactive", "--tty", "--detach", "--init", "--privileged", "--read-only", "--publish-all",
+     "--no-healthcheck", "--oom-kill-disable", "--sig-proxy", "--quiet", "--disable-content-trust", "--help",
+     "--replace", "--rmi"]
 )
 _BOOL_SHORT = frozenset("itdPq")
 
@@ -434,7 +436,7 @@ def _mount_from_spec(kind: str, spec: str, ctx: _Context, origin: str, path: str
         raise _Unresolved(str(exc)) from None
     if not os.path.exists(source):
         note = f"the mount source {source} does not exist"
-    mode = "ro" if opts & {"ro", "readonly"} else "rw"
+    mode: Literal["ro", "rw"] = "ro" if opts & {"ro", "readonly"} else "rw"
     return Mount(source, posixpath.normpath(dst), mode, origin, path), note
 
 
@@ -743,7 +745,9 @@ def _plan_link(link: str, layout: _Layout, plan: _Plan) -> None:
     if store:
         if store not in plan.stores:
             reason = f"pnpm store, read off the link text of {relative_to(link, layout.toplevel)}"
-            plan.stores[store] = MountSuggestion(os.path.realpath(store), layout.container(store), "ro", reason)
+            inside = layout.container(store)
+            assert inside is not None  # the store lies below the toplevel
+            plan.stores[store] = MountSuggestion(os.path.realpath(store), inside, "ro", reason)
         return
     plan.first_party.setdefault(link, {"link": link, "target": target, "package": _is_package(target, layout.toplevel)})
 

@@ -17,11 +17,12 @@ import re
 import stat
 import subprocess
 import threading
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Callable, Iterable, Sequence
+from typing import TypeVar
 
-from lsp_bridge.core.paths import is_within
 from lsp_bridge.core.git import git_env
+from lsp_bridge.core.paths import is_within
 from lsp_bridge.inventory.secrets import (
     CREDENTIAL_NAME_PATTERN,
     CREDENTIAL_NAME_STARTS,
@@ -33,6 +34,8 @@ from lsp_bridge.inventory.secrets import (
 )
 
 Progress = Callable[[str], None]
+
+T = TypeVar("T")
 
 MANIFESTS = frozenset({"package.json", "pyproject.toml", "Cargo.toml", "go.mod"})
 GIT_TIMEOUT = 30.0
@@ -251,11 +254,15 @@ class InventoryCache:
     use it to show that an update did not rescan the tree). Methods may be
     called from several threads (a watcher and a request handler); they take
     turns. ``report`` can take a while on first sight of a tree or of a git
-    history: call it off the event loop.
+    history, holding the lock all along: call it off the event loop, and from
+    the event loop only ``queue_changes``, which never waits for a scan.
     """
 
     def __init__(self) -> None:
         self._lock = threading.RLock()
+        self._queue_lock = threading.Lock()  # held for a moment only, never during a scan
+        self._queued: dict[str, None] = {}
+        self._flush_due = False
         self.dirs_scanned = 0
         self._clear()
 
@@ -277,12 +284,43 @@ class InventoryCache:
                progress: Progress | None = None) -> InventoryReport:
         """What ``after`` exposes beyond ``before`` (both lists of absolute paths)."""
         with self._lock:
+            self._apply_queued()
             return self._report(_collapse(before), _collapse(after), progress)
 
     def file_changed(self, path: str) -> None:
-        """A file or directory at ``path`` was created, modified or deleted."""
+        """A file or directory at ``path`` was created, modified or deleted (applied now)."""
         with self._lock:
+            self._apply_queued()
             self._file_changed(os.path.normpath(path))
+
+    def queue_changes(self, paths: Iterable[str]) -> bool:
+        """Note changed paths without waiting for a running scan.
+
+        They are applied by ``apply_queued`` or at the start of the next
+        ``report``, whichever takes the lock first. Returns True when the
+        caller should schedule ``apply_queued`` (off the event loop): False
+        means one is already due and will apply these too.
+        """
+        with self._queue_lock:
+            for path in paths:
+                self._queued[os.path.normpath(path)] = None
+            if self._flush_due or not self._queued:
+                return False
+            self._flush_due = True
+            return True
+
+    def apply_queued(self) -> int:
+        """Apply the queued changes (waits for a running scan: call it off the event loop)."""
+        with self._lock:
+            return self._apply_queued()
+
+    def _apply_queued(self) -> int:
+        with self._queue_lock:
+            queued, self._queued = list(self._queued), {}
+            self._flush_due = False
+        for path in queued:
+            self._file_changed(path)
+        return len(queued)
 
     def invalidate(self, path: str | None = None) -> None:
         """Forget ``path``'s subtree (everything when None); it is rescanned when next needed."""
@@ -589,7 +627,7 @@ class InventoryCache:
             return
         git_dir = _enclosing_git_dir(path)
         common = _common_dir_of(git_dir) if git_dir else None
-        if common:
+        if common and git_dir:
             seen.git.setdefault(common, []).append(os.path.dirname(git_dir))
             if entry.dirty:
                 self._git_size_stale.add(common)
@@ -697,10 +735,7 @@ def _worth_a_look(listing: str) -> bool:
     """Whether a NUL-joined listing may hold an interesting name (a fast, loose test)."""
     if _DOTTED_HINT(listing):
         return True
-    for start in _DOTLESS_HINTS:
-        if start in listing:
-            return True
-    return False
+    return any(start in listing for start in _DOTLESS_HINTS)
 
 
 def _mtime(path: str) -> int:
@@ -864,12 +899,12 @@ class _History:
         return self._commits(), self._deleted()
 
 
-def _in_background(function: Callable, *args: object) -> Callable[[], object]:
+def _in_background(function: Callable[..., T], *args: object) -> Callable[[], T | None]:
     """Start ``function(*args)`` in a daemon thread; the returned callable waits for its value.
 
     The value is None when the function raised: for git that means "could not tell".
     """
-    box: list[object] = [None]
+    box: list[T | None] = [None]
 
     def run() -> None:
         try:
@@ -884,7 +919,7 @@ def _in_background(function: Callable, *args: object) -> Callable[[], object]:
         run()
         return lambda: box[0]
 
-    def wait() -> object:
+    def wait() -> T | None:
         thread.join()
         return box[0]
 
@@ -923,8 +958,8 @@ def _deleted_sensitive(common: str) -> tuple[str, ...] | None:
                "-z", "--format=")
     if out is None:
         return None
-    names = {n.strip("\n") for n in out.decode("utf-8", errors="replace").split("\x00")}
-    names = sorted(n for n in names if n and "\n" not in n and _is_sensitive_name(n))
+    unique = {n.strip("\n") for n in out.decode("utf-8", errors="replace").split("\x00")}
+    names = sorted(n for n in unique if n and "\n" not in n and _is_sensitive_name(n))
     if not names:
         return ()
     query = "".join(f"HEAD:{n}\n" for n in names).encode()
@@ -932,7 +967,7 @@ def _deleted_sensitive(common: str) -> tuple[str, ...] | None:
     if answer is None:
         return tuple(names)
     lines = answer.decode("utf-8", errors="replace").splitlines()
-    return tuple(n for n, line in zip(names, lines) if line.endswith(" missing"))
+    return tuple(n for n, line in zip(names, lines, strict=False) if line.endswith(" missing"))
 
 
 def _is_sensitive_name(relative: str) -> bool:

@@ -251,7 +251,7 @@ def line_is_credential(line: str) -> bool:
         name, raw = assignment
         return _assignment_is_credential(name, _clean_value(raw))
     netrc = _NETRC_PASSWORD.search(text)
-    return bool(netrc) and _is_real_value(netrc.group(1))
+    return netrc is not None and _is_real_value(netrc.group(1))
 
 
 # ---------------------------------------------------------------- files

@@ -9,6 +9,7 @@ from collections import defaultdict
 from lsprotocol import types
 
 from lsp_bridge.core.diagnostics import Diagnostic
+from lsp_bridge.core.settings import Source
 
 _SEVERITY = {
     "error": types.DiagnosticSeverity.Error,
@@ -43,7 +44,7 @@ def buffer_diagnostics(tracker, path: str, text: str) -> list[types.Diagnostic]:
     from lsp_bridge.core.config import diagnostics_for_text, parse_text
 
     is_user = path == tracker.user_config_path()
-    source = "user" if is_user else "project"
+    source: Source = "user" if is_user else "project"
     base_dir = (tracker.session.scope.first_root if is_user else os.path.dirname(path)) or os.path.dirname(path)
     diags = list(diagnostics_for_text(text, path, source, base_dir))
     if not is_user and not any(d.severity == "error" for d in diags):

@@ -13,7 +13,7 @@ import logging
 import os
 import time
 import uuid
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lsprotocol import types
 from pygls.lsp.server import LanguageServer
@@ -21,8 +21,16 @@ from pygls.protocol import LanguageServerProtocol
 from pygls.uris import from_fs_path, to_fs_path
 
 from lsp_bridge import __version__
-from lsp_bridge.approvals.chain import ask_person, param
+from lsp_bridge.approvals.service import ApprovalService
 from lsp_bridge.core.settings import PROJECT_FILE_NAME
+from lsp_bridge.lsp.approval import decide_access, param
+
+if TYPE_CHECKING:  # imported lazily at run time (start-up speed)
+    from lsp_bridge.approvals.tray_link import TrayLink
+    from lsp_bridge.core.status import Approver, Operation
+    from lsp_bridge.inventory.scan import InventoryCache
+    from lsp_bridge.lsp.tracker import RootTracker
+    from lsp_bridge.lsp.watch import Watcher
 
 log = logging.getLogger("rootguard.lsp")
 
@@ -59,17 +67,20 @@ class RootGuardServer(LanguageServer):
             text_document_sync_kind=types.TextDocumentSyncKind.Full,
             protocol_cls=RootGuardProtocol,
         )
-        self._tracker = None
+        self._tracker: RootTracker | None = None
         self.folders: list[str] = []
-        self.session_grants: set[tuple[str, str]] = set()
-        self._inventory_cache = None
-        self._watcher = None
+        self.approvals = ApprovalService(lambda: self.tracker.session, on_always=self._reload_after_always)
+        self._inventory_cache: InventoryCache | None = None
+        self._watcher: Watcher | None = None
         self._published: set[str] = set()
         self._inventory_task: asyncio.Future | None = None
-        self._tray = None
+        self._mounts_generation = 0  # bumped by every change: older reconciliations are stale
+        self._recount_task: asyncio.Future | None = None
+        self._recount_again = False
+        self._tray: TrayLink | None = None
 
     @property
-    def tracker(self):
+    def tracker(self) -> RootTracker:
         """The window's domain state, built on first use (keeps start-up fast)."""
         if self._tracker is None:
             from lsp_bridge.lsp.tracker import RootTracker
@@ -87,7 +98,7 @@ class RootGuardServer(LanguageServer):
         if self._tray is not None:
             self._tray.publish_status(status)
 
-    def approver(self) -> str:
+    def approver(self) -> Approver:
         """Who answers request-level accesses now: the tray, the editor, or nobody."""
         if self._tray is not None and self._tray.connected:
             return "tray"
@@ -124,17 +135,17 @@ class RootGuardServer(LanguageServer):
         change = self.tracker.reload()
         if change.after.paths != change.before.paths or to_json(self.tracker.status()) != before:
             self.apply_change(change)
-        loop = asyncio.get_running_loop()
-        loop.run_in_executor(None, self._reconcile_mounts, loop)
-        loop.run_in_executor(None, _warm_up_inventory)  # the first widening should not pay the imports
+        self.schedule_mounts()
+        asyncio.get_running_loop().run_in_executor(None, _warm_up_inventory)  # the first widening should not pay the imports
         self.connect_tray()
 
     # -- changes -------------------------------------------------------------
 
     def apply_change(self, change) -> None:
         """Status first, then (off the event loop) the slow parts."""
+        self._mounts_generation += 1
         if change.after.paths != change.before.paths:
-            self.session_grants.clear()  # grants end when the workspace changes
+            self.approvals.workspace_changed()  # session grants end when the workspace changes
             if self._tray is not None:
                 self._tray.set_folders(self.tracker.session.folders)
         self.send_status()
@@ -152,31 +163,26 @@ class RootGuardServer(LanguageServer):
             if to_json(self.tracker.status()) != before:
                 self.send_status()
             self.publish_config_diagnostics()
-        loop = asyncio.get_running_loop()
         if change.widened:
             if self._inventory_task is not None:
                 self._inventory_task.cancel()
             self._inventory_task = asyncio.ensure_future(self._inventory_then_mounts())
         else:
-            loop.run_in_executor(None, self._reconcile_mounts, loop)
+            self.schedule_mounts()
 
     async def _inventory_then_mounts(self) -> None:
         """The warning matters most: mounts wait for it rather than share the CPU."""
         try:
             await self.run_inventory(warn=True)
         finally:
-            loop = asyncio.get_running_loop()
-            loop.run_in_executor(None, self._reconcile_mounts, loop)
+            self.schedule_mounts()
 
     async def run_inventory(self, *, warn: bool) -> None:
         from lsp_bridge.inventory.scan import InventoryCache
 
         if self._inventory_cache is None:
             self._inventory_cache = InventoryCache()
-        if warn:
-            # A new widening: count afresh. Watches are shallow (watch.py), so
-            # only file events between widenings are applied incrementally.
-            self._inventory_cache.invalidate()
+        cache = self._inventory_cache
         reference, current = self.tracker.inventory_span()
         progress = await self._progress_begin("Root Guard: measuring what the new root hands over")
         loop = asyncio.get_running_loop()
@@ -185,11 +191,18 @@ class RootGuardServer(LanguageServer):
             if progress:
                 loop.call_soon_threadsafe(self._progress_report, progress, message)
 
+        def measure():
+            # Everything that takes the cache's lock runs here, never on the event
+            # loop: a running scan holds it for as long as the scan takes.
+            if warn:
+                # A new widening: count afresh. Watches are shallow (watch.py), so
+                # only file events between widenings are applied incrementally.
+                cache.invalidate()
+            return cache.report(reference, current, progress=report_progress)
+
         started = time.perf_counter()
         try:
-            report = await loop.run_in_executor(
-                None, lambda: self._inventory_cache.report(reference, current, progress=report_progress)
-            )
+            report = await loop.run_in_executor(None, measure)
             log.info("inventory of %s took %.0f ms", ", ".join(current), (time.perf_counter() - started) * 1000)
         except Exception as err:  # never let a scan error hide the warning
             log.exception("inventory failed")
@@ -207,7 +220,12 @@ class RootGuardServer(LanguageServer):
             self.warn(self.tracker.warning_message())
         self.send_status()
 
-    def _reconcile_mounts(self, loop) -> None:
+    def schedule_mounts(self) -> None:
+        """Reconcile mounts off the event loop for the workspace as it is now."""
+        loop = asyncio.get_running_loop()
+        loop.run_in_executor(None, self._reconcile_mounts, loop, self._mounts_generation)
+
+    def _reconcile_mounts(self, loop, generation: int) -> None:
         from lsp_bridge.inventory.report import mounts_report
 
         try:
@@ -215,9 +233,11 @@ class RootGuardServer(LanguageServer):
         except Exception:
             log.exception("mount reconciliation failed")
             return
-        loop.call_soon_threadsafe(self._mounts_ready, reconciliation)
+        loop.call_soon_threadsafe(self._mounts_ready, reconciliation, generation)
 
-    def _mounts_ready(self, reconciliation) -> None:
+    def _mounts_ready(self, reconciliation, generation: int) -> None:
+        if generation != self._mounts_generation:
+            return  # the workspace changed while it ran: a newer reconciliation follows
         self.tracker.set_mounts(reconciliation)
         self.send_status()
 
@@ -251,6 +271,11 @@ class RootGuardServer(LanguageServer):
         except ImportError:
             return
         self._tray = TrayLink.start(self)
+        self.approvals.tray = self._tray.client
+
+    def _reload_after_always(self) -> None:
+        """The tray wrote a rule to the user file: decide with it from now on."""
+        self.apply_change(self.tracker.reload())
 
     # -- watching ------------------------------------------------------------
 
@@ -264,9 +289,9 @@ class RootGuardServer(LanguageServer):
         session = self.tracker.session
         plan = plan_watches(
             config_files=session.config_files(),
-            folders=session.scope.folders,
+            folders=self.tracker.scope.folders,
             common_dirs=self.tracker.common_dirs(),
-            union=session.scope.union.paths,
+            union=self.tracker.scope.union.paths,
         )
         before = set(self._watcher.watched)
         self._watcher.apply(plan)
@@ -279,7 +304,8 @@ class RootGuardServer(LanguageServer):
 
         log.debug("file events: %s", sorted(batch)[:20])
         config_files = self.tracker.session.config_files()
-        unwatched = [f for f in config_files if os.path.dirname(f) not in self._watcher.watched]
+        watched = self._watcher.watched if self._watcher is not None else set()
+        unwatched = [f for f in config_files if os.path.dirname(f) not in watched]
         structural = any(
             p in config_files
             or is_on_config_path(p, unwatched)  # e.g. the user config directory was just made
@@ -288,14 +314,29 @@ class RootGuardServer(LanguageServer):
             or os.path.basename(p) == "worktrees"
             for p in batch
         )
-        if self._inventory_cache is not None:
-            for path in batch:
-                self._inventory_cache.file_changed(path)
+        if self._inventory_cache is not None and self._inventory_cache.queue_changes(batch):
+            # Applied in a worker (or by the next report): a running scan holds the
+            # cache's lock, and the event loop must never wait for it.
+            asyncio.get_running_loop().run_in_executor(None, self._inventory_cache.apply_queued)
         change = self.tracker.reload() if structural else None
         if change is not None:
             self.apply_change(change)
         if self.tracker.widened and self._inventory_cache is not None and not (change and change.widened):
-            asyncio.ensure_future(self.run_inventory(warn=False))
+            self.recount()
+
+    def recount(self) -> None:
+        """Recount the inventory after file events: one run at a time, one more if events came meanwhile."""
+        if self._recount_task is not None and not self._recount_task.done():
+            self._recount_again = True  # a run is waiting for (or doing) the scan: go once more after it
+            return
+        self._recount_task = asyncio.ensure_future(self._recount_while_changing())
+
+    async def _recount_while_changing(self) -> None:
+        while True:
+            self._recount_again = False
+            await self.run_inventory(warn=False)
+            if not self._recount_again:
+                return
 
     def shutdown_watches(self) -> None:
         if self._watcher is not None:
@@ -306,11 +347,19 @@ class RootGuardServer(LanguageServer):
 server = RootGuardServer()
 
 
+def _fs_path(uri: str) -> str:
+    """The path of a ``file:`` URI (callers check the scheme; pygls answers None for any other)."""
+    path = to_fs_path(uri)
+    if path is None:
+        raise ValueError(f"not a file: URI: {uri!r}")
+    return path
+
+
 def _folders_from_initialize(params: types.InitializeParams) -> list[str]:
     if params.workspace_folders:
-        return [to_fs_path(f.uri) for f in params.workspace_folders if f.uri.startswith("file:")]
+        return [_fs_path(f.uri) for f in params.workspace_folders if f.uri.startswith("file:")]
     if params.root_uri and params.root_uri.startswith("file:"):
-        return [to_fs_path(params.root_uri)]
+        return [_fs_path(params.root_uri)]
     return []  # no folder: no root, never the server's working directory
 
 
@@ -338,7 +387,8 @@ def _warm_up_inventory() -> None:
 async def on_folders_changed(ls: RootGuardServer, params: types.DidChangeWorkspaceFoldersParams) -> None:
     removed = {to_fs_path(f.uri) for f in params.event.removed}
     folders = [f for f in ls.folders if f not in removed]
-    folders += [to_fs_path(f.uri) for f in params.event.added if to_fs_path(f.uri) not in folders]
+    added = [_fs_path(f.uri) for f in params.event.added if f.uri.startswith("file:")]  # as at initialize
+    folders += [path for path in added if path not in folders]
     ls.folders = folders
     ls.apply_change(ls.tracker.set_folders(folders))
 
@@ -356,7 +406,7 @@ def on_shutdown(ls: RootGuardServer, *args) -> None:
 def _is_config_document(ls: RootGuardServer, uri: str) -> bool:
     if not uri.startswith("file:"):
         return False
-    path = to_fs_path(uri)
+    path = _fs_path(uri)
     return os.path.basename(path) == PROJECT_FILE_NAME or path == ls.tracker.user_config_path()
 
 
@@ -366,7 +416,7 @@ def _publish_buffer(ls: RootGuardServer, uri: str) -> None:
     if not _is_config_document(ls, uri):
         return
     doc = ls.workspace.get_text_document(uri)
-    diags = buffer_diagnostics(ls.tracker, to_fs_path(uri), doc.source)
+    diags = buffer_diagnostics(ls.tracker, _fs_path(uri), doc.source)
     ls.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=uri, diagnostics=diags))
 
 
@@ -398,7 +448,7 @@ def on_code_action(ls: RootGuardServer, params: types.CodeActionParams):
     if not _is_config_document(ls, uri):
         return None
     doc = ls.workspace.get_text_document(uri)
-    edit = migrate_edit(uri, to_fs_path(uri), doc.source)
+    edit = migrate_edit(uri, _fs_path(uri), doc.source)
     if edit is None:
         return None
     related = [d for d in params.context.diagnostics if d.code == "deprecated-v1-boolean"]
@@ -419,6 +469,8 @@ async def migrate_command(ls: RootGuardServer, args: list[Any]):
 
     uri = args[0] if args else from_fs_path(ls.tracker.user_config_path())
     path = to_fs_path(uri)
+    if path is None:
+        return {"applied": False, "reason": f"not a file: URI: {uri}"}
     doc = ls.workspace.text_documents.get(uri)
     text = doc.source if doc is not None else _read(path)
     edit = migrate_edit(uri, path, text) if text is not None else None
@@ -445,12 +497,15 @@ def on_explain(ls: RootGuardServer, params: Any):
     from lsp_bridge.core.policy import PolicyInputError
 
     raw = param(params, "path")
-    op = param(params, "op")
     if not isinstance(raw, str) or not raw:
         return contract.to_json(contract.RequestError("explain needs a path"))
-    path = to_fs_path(raw) if raw.startswith("file:") else raw
-    ops = [op] if op else ["read", "write", "delete"]
-    policy = ls.tracker.session.policy
+    try:
+        asked = contract.from_json(contract.ExplainParams, {"path": raw, "op": param(params, "op")})
+    except TypeError as err:
+        return contract.to_json(contract.RequestError(f"invalid request: {err}"))
+    path = _fs_path(raw) if raw.startswith("file:") else raw
+    ops: list[Operation] = [asked.op] if asked.op else ["read", "write", "delete"]
+    policy = ls.tracker.policy
     try:
         decisions = [policy.decide(o, path) for o in ops]
     except PolicyInputError as err:
@@ -458,7 +513,7 @@ def on_explain(ls: RootGuardServer, params: Any):
     return contract.to_json(
         contract.ExplainResult(
             decisions[0].path,
-            [contract.ExplainDecision(o, d.decision, d.rule, d.reason) for o, d in zip(ops, decisions)],
+            [contract.ExplainDecision(o, d.decision, d.rule, d.reason) for o, d in zip(ops, decisions, strict=True)],
         )
     )
 
@@ -481,4 +536,4 @@ async def on_access(ls: RootGuardServer, params: Any):
         contract.from_json(contract.AccessParams, raw)
     except TypeError as err:
         return contract.to_json(contract.AccessResult("deny", None, None, f"invalid request: {err}"))
-    return contract.to_json(contract.from_json(contract.AccessResult, await ask_person(ls, params)))
+    return contract.to_json(contract.from_json(contract.AccessResult, await decide_access(ls, params)))

@@ -12,14 +12,19 @@ from __future__ import annotations
 
 import os
 import uuid
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Mapping, Sequence
+from typing import TYPE_CHECKING
 
 from lsp_bridge.core import status as contract
 from lsp_bridge.core.diagnostics import Diagnostic
-from lsp_bridge.inventory.report import warnings_of
 from lsp_bridge.core.session import Session
 from lsp_bridge.core.union import Union, Widening
+from lsp_bridge.inventory.report import warnings_of
+
+if TYPE_CHECKING:  # the policy is compiled on first use, after the first status
+    from lsp_bridge.core.policy import Policy
+    from lsp_bridge.core.scope import Scope
 
 
 @dataclass(frozen=True)
@@ -56,8 +61,20 @@ class RootTracker:
     # -- changes -------------------------------------------------------------
 
     @property
+    def scope(self) -> Scope:
+        scope = self.session.scope
+        assert scope is not None  # set_folders ran in __post_init__
+        return scope
+
+    @property
+    def policy(self) -> Policy:
+        policy = self.session.policy
+        assert policy is not None  # set_folders ran in __post_init__
+        return policy
+
+    @property
     def union(self) -> Union:
-        return self.session.scope.union
+        return self.scope.union
 
     def set_folders(self, folders: Sequence[str], *, initial: bool = False) -> Change:
         """New workspace folders. The first set (``initial``) is the baseline: no warning."""
@@ -102,7 +119,7 @@ class RootTracker:
         from lsp_bridge.core import worktrees
 
         found: list[str] = []
-        for folder in self.session.scope.folders:
+        for folder in self.scope.folders:
             location = worktrees.locate(folder).location
             if location is not None and location.common_dir not in found:
                 found.append(location.common_dir)
@@ -126,7 +143,8 @@ class RootTracker:
 
     def status(self, approver: contract.Approver = "none") -> contract.Status:
         """The ``rootguard/status`` payload (see ``core/status.py``)."""
-        scope = self.session.scope
+        scope = self.scope
+        union = scope.union.to_json()
         widened = self.widened and self.last_change is not None
         diags = list(self.session.diagnostics) + [d for d in self.mount_diagnostics]
         warnings = [contract.from_json(contract.StatusWarning, w) for w in warnings_of(diags)]
@@ -137,8 +155,8 @@ class RootTracker:
             session=self.session_id,
             roots=list(scope.folders),
             union=list(scope.union.paths),
-            entries=[contract.UnionEntry(e.path, e.origin, e.reason) for e in scope.union.entries],
-            shadowed=[contract.ShadowedEntry(s.path, s.by, s.origin, s.reason) for s in scope.union.shadowed],
+            entries=[contract.from_json(contract.UnionEntry, e) for e in union["entries"]],
+            shadowed=[contract.from_json(contract.ShadowedEntry, s) for s in union["shadowed"]],
             worktrees=[contract.from_json(contract.WorktreeEntry, w.to_json()) for w in scope.worktrees],
             mounts=contract.from_json(contract.Mounts, self.mounts) if self.mounts is not None else None,
             widened=self.widened,
@@ -169,7 +187,7 @@ class RootTracker:
         """One line for a status bar or a menu; the same text everywhere."""
         count = len(self.session.folders)
         roots = f"{count} root{'s' if count != 1 else ''}"
-        if not self.session.scope.union.paths:
+        if not self.scope.union.paths:
             return "no root: every access is denied" if count else "no folder open"
         if not self.widened:
             return roots

@@ -24,8 +24,8 @@ from __future__ import annotations
 
 import os
 import threading
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Callable, Iterable, Sequence
 
 WATCH_BUDGET = 16
 INVENTORY_DEPTH = 1
@@ -126,7 +126,7 @@ def _worth_watching(name: str) -> bool:
 class Watcher:
     """A watchdog observer over a ``WatchPlan`` that reports debounced batches of paths."""
 
-    def __init__(self, on_batch: Callable[[set[str]], None], *, debounce: float = 0.15):
+    def __init__(self, on_batch: Callable[[set[str]], object], *, debounce: float = 0.15):
         from watchdog.observers import Observer
 
         _load_changes()

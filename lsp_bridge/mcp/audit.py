@@ -23,8 +23,8 @@ import json
 import os
 import sys
 import time
-from datetime import datetime, timezone
-from typing import Iterable, Iterator
+from collections.abc import Iterable, Iterator
+from datetime import UTC, datetime
 
 DEFAULT_MAX_BYTES = 10 * 1024 * 1024
 DEFAULT_BACKUPS = 5
@@ -54,7 +54,7 @@ def root_digest(root: str) -> str:
 
 
 def now_text() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 class AuditLog:
@@ -281,7 +281,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def _rotated_files(path: str) -> list[str]:
     """``audit.jsonl.N`` ... ``audit.jsonl.1``, oldest first."""
-    found = []
+    found: list[str] = []
     index = 1
     while os.path.exists(f"{path}.{index}"):
         found.insert(0, f"{path}.{index}")

@@ -4,10 +4,13 @@ Every tool call goes through the same steps (seed 003, "un résolveur de chemin
 fermé", one control for every tool):
 
 1. ``FileTools.plan``: each target is resolved inside its project by the closed
-   resolver (``resolver.resolve_in_projects``) and decided by the one policy
-   engine; a batch (``apply_patch``) is decided whole before anything happens.
-2. The caller obtains an approval when the plan says ``request`` (the tray, the
-   MCP client, or nobody: that is the front end's business).
+   resolver (``resolver.resolve_in_projects``); the resolved targets go to the
+   one policy engine as one batch (``Policy.decide_batch``, with this session's
+   "allow for this session" grants), which decides every target, the rename
+   ends, the span across roots and the verdict of the whole call before
+   anything happens. No verdict is combined here.
+2. The caller obtains an approval when the plan says ``request``
+   (``lsp_bridge.approvals.service``: the tray, the MCP client, or nobody).
 3. ``FileTools.conclude``: the final decision is written to the audit log, one
    line per target, then the I/O runs through ``safe_io`` (directory
    descriptors, ``O_NOFOLLOW``, temp file + rename).
@@ -25,18 +28,19 @@ import os
 import re
 import stat
 import time
-from dataclasses import dataclass, field
-from datetime import datetime, timezone
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
 
-from lsp_bridge.mcp import safe_io
-from lsp_bridge.mcp.audit import AuditLog, now_text, root_digest
+from lsp_bridge.approvals.service import ALLOWING, SessionGrants
 from lsp_bridge.core.paths import canonical, is_within
-from lsp_bridge.core.policy import Decision, Target, oracle_inside
+from lsp_bridge.core.policy import BatchDecision, Decision, Part, Policy, Target, oracle_inside
 from lsp_bridge.core.resolver import Resolved, ResolveError, resolve, resolve_in_projects
 from lsp_bridge.core.session import Session, open_session
-from lsp_bridge.core.settings import STRICTNESS as _STRICTNESS  # one order of verdicts
 from lsp_bridge.core.settings import Verdict
+from lsp_bridge.mcp import safe_io
+from lsp_bridge.mcp.audit import AuditLog, now_text, root_digest
 
 ERROR_CODES = (
     "absolute_path_denied", "path_outside_project", "unknown_project", "symlink_not_permitted",
@@ -45,7 +49,6 @@ ERROR_CODES = (
     "not_found", "already_exists", "is_a_directory", "not_a_directory", "file_too_large",
     "binary_file", "edit_not_found", "edit_ambiguous", "io_error", "audit_unavailable", "workspace_changed",
 )
-ALLOWING = ("allow_once", "allow_session", "always")
 APPROVAL_CODES = {"deny": "approval_denied", "timeout": "approval_timeout", "no_approver": "no_approver"}
 TOOLS = (
     "list_projects", "read_file", "list_directory", "search_files", "get_file_info",
@@ -112,16 +115,6 @@ class Project:
 
 
 @dataclass
-class Piece:
-    """One need on one canonical path, as the engine decided it."""
-
-    need: str  # read | write | delete
-    path: str
-    decision: Decision
-    verdict: Verdict  # after session grants
-
-
-@dataclass
 class Access:
     """One target of a call: what was given, how it resolved, how it was decided."""
 
@@ -130,8 +123,8 @@ class Access:
     dest_given: Any = None
     resolved: Resolved | None = None
     dest: Resolved | None = None
-    pieces: list[Piece] = field(default_factory=list)
-    verdict: Verdict = "deny"
+    pieces: tuple[Part, ...] = ()  # the engine's decision per need (and rename end)
+    verdict: str | None = None  # allow | request | deny (after session grants); None: not decided
     policy: str | None = None  # the engine's verdict before session grants
     rule: str | None = None
     reason: str = ""
@@ -218,13 +211,15 @@ class FileTools:
         mirror: bool = False,
         limits: Limits = Limits(),
         taken_ids: dict[str, str] | None = None,
+        grants: SessionGrants | None = None,
     ):
         self.roots = tuple(canonical(r) for r in roots)
         self.session: Session = open_session(list(self.roots), env)
         self.audit = audit
         self.mirror = mirror
         self.limits = limits
-        self.grants: set[tuple[str, str]] = set()  # (need, canonical): "allow for this session"
+        # "Allow for this session" answers, (need, canonical path): the approval service's store.
+        self.grants = grants if grants is not None else SessionGrants()
         self._taken = taken_ids if taken_ids is not None else {}
         self.projects = self._projects()
         self._project_roots = {p.id: p.root for p in self.projects}
@@ -233,12 +228,20 @@ class FileTools:
 
     # -- projects --------------------------------------------------------------
 
+    @property
+    def policy(self) -> Policy:
+        """The session's engine (built when the roots were set)."""
+        policy = self.session.policy
+        assert policy is not None  # Session.set_folders built it
+        return policy
+
     def _projects(self) -> list[Project]:
         worktrees = []
         scope = self.session.scope
         for wt in scope.worktrees if scope else ():
             path = os.path.realpath(wt.path)
-            if wt.mode != "ignore" and os.path.isdir(path) and scope.union.contains(path) and path not in self.roots:
+            if wt.mode != "ignore" and os.path.isdir(path) and scope is not None and scope.union.contains(path) \
+                    and path not in self.roots:
                 worktrees.append(path)
         ids = assign_project_ids([*self.roots, *dict.fromkeys(worktrees)], self._taken)
         return [Project(i, r, "root" if r in self.roots else "worktree") for i, r in ids.items()]
@@ -267,12 +270,18 @@ class FileTools:
                 raise ToolError("unknown_tool", f"unknown tool {tool!r}")
             accesses = self._accesses(tool, args)
         except ToolError as err:
-            access = Access(args.get("relative_path", args.get("source")), (), code=err.code, reason=err.message)
+            access = Access(args.get("relative_path", args.get("source")), (), code=err.code, reason=err.message,
+                            verdict="deny")
             return Plan(tool, args, caller, cid, project_id, [access], "deny", err.message, err.code)
-        for access in accesses:
-            if access.resolved is not None:
-                self._decide(access)
-        return self._overall(tool, args, caller, cid, project_id, accesses)
+        items = self._engine_items(accesses)
+        refused = next((a for a in accesses if a.verdict == "deny"), None)
+        if refused is not None:  # a target that does not resolve is refused before the engine is asked
+            return Plan(tool, args, caller, cid, project_id, accesses, "deny", refused.reason, refused.code)
+        policy = self.session.policy
+        if policy is None:  # pragma: no cover - open_session always builds one
+            raise ToolError("invalid_arguments", "no policy for these roots")
+        batch = policy.decide_batch(items, granted=self.grants)
+        return self._plan_from(batch, tool, args, caller, cid, project_id, accesses)
 
     def _accesses(self, tool: str, args: dict) -> list[Access]:
         unknown = sorted(set(args) - ARGUMENTS[tool])
@@ -344,70 +353,49 @@ class FileTools:
             return
         _refuse_leaf_link(access)
 
-    def _decide(self, access: Access) -> None:
-        """Engine decisions for each need of one resolved target (plus session grants)."""
-        policy = self.session.policy
-        try:
-            target = self._target(access.resolved)
-            if access.needs == ("rename",):
-                whole = policy.decide_rename(target, self._target(access.dest))
-                source = policy.decide_target("delete", target)
-                access.pieces = [
-                    Piece("delete", target.canonical, source, source.decision),
-                    Piece("write", whole.dest.path, whole.dest, whole.dest.decision),
-                ]
-                if whole.decision == "deny" and "deny" not in (source.decision, whole.dest.decision):
-                    access.pieces[0] = Piece("delete", target.canonical, whole, "deny")  # spans differing roots
-            else:
-                access.pieces = [
-                    Piece(need, target.canonical, d, d.decision)
-                    for need in access.needs
-                    for d in [policy.decide_target(need, target)]
-                ]
-        except _Changed as changed:
-            access.code, access.reason, access.verdict = "path_changed", str(changed), "deny"
-            return
-        worst = max(access.pieces, key=lambda p: _STRICTNESS[p.verdict])
-        access.policy = worst.verdict
-        for piece in access.pieces:
-            if piece.verdict == "request" and (piece.need, piece.path) in self.grants:
-                piece.verdict = "allow"
-        worst = max(access.pieces, key=lambda p: _STRICTNESS[p.verdict])
-        access.verdict, access.rule = worst.verdict, worst.decision.rule
-        access.reason = worst.decision.reason
-        if access.policy == "request" and access.verdict == "allow":
-            access.reason = f"allowed for this session earlier ({access.reason})"
-        if access.verdict == "deny":
-            access.code = _deny_code(worst.decision, access)
+    def _engine_items(self, accesses: list[Access]) -> list[tuple[Any, ...]]:
+        """The engine's view of each resolved target; a failed resolution marks its access denied."""
+        items: list[tuple[Any, ...]] = []
+        for access in accesses:
+            if access.resolved is None or (access.needs == ("rename",) and access.dest is None):
+                access.verdict = "deny"
+                access.code = access.code or "invalid_path"
+                access.reason = access.reason or f"{access.given!r} was not resolved; nothing was done"
+                continue
+            try:
+                target = self._target(access.resolved)
+                if access.dest is not None:
+                    items.append(("rename", target, self._target(access.dest)))
+                else:
+                    items.append((access.needs, target))
+            except _Changed as changed:
+                access.code, access.reason, access.verdict = "path_changed", str(changed), "deny"
+        return items
 
     def _target(self, resolved: Resolved) -> Target:
         """The engine's view of a resolved path; links are listed only when one was met."""
         if not resolved.traversed_symlink:
             return Target(resolved.canonical)
-        target = self.session.policy.resolve(resolved.lexical)
+        target = self.policy.resolve(resolved.lexical)
         if target.canonical != resolved.canonical:
             raise _Changed(f"{resolved.relative} changed while it was being resolved; nothing was done")
         return target
 
-    def _overall(self, tool, args, caller, cid, project_id, accesses: list[Access]) -> Plan:
-        denied = [a for a in accesses if a.verdict == "deny"]
-        if denied:
-            first = denied[0]
-            return Plan(tool, args, caller, cid, project_id, accesses, "deny", first.reason, first.code, first.rule)
-        if len(accesses) > 1:
-            span = self._span_conflict(accesses)
-            if span:
-                return Plan(tool, args, caller, cid, project_id, accesses, "deny", span, "policy_denied")
-        pending = [a for a in accesses if a.verdict == "request"]
-        if pending:
-            reason = pending[0].reason if len(pending) == 1 else f"{len(pending)} of {len(accesses)} targets need approval"
-            return Plan(tool, args, caller, cid, project_id, accesses, "request", reason, None, pending[0].rule)
-        reason = accesses[0].reason if len(accesses) == 1 else "every target is allowed"
-        return Plan(tool, args, caller, cid, project_id, accesses, "allow", reason, None, accesses[0].rule)
-
-    def _span_conflict(self, accesses: list[Access]) -> str | None:
-        paths = [p.path for a in accesses for p in a.pieces]
-        return self.session.policy.span_conflict(paths)  # the engine's own rule for multi-root calls
+    def _plan_from(self, batch: BatchDecision, tool, args, caller, cid, project_id,
+                   accesses: list[Access]) -> Plan:
+        """The engine's batch decision, presented: each access gets its item's result."""
+        for access, result in zip(accesses, batch.results, strict=True):
+            access.pieces = result.parts
+            access.policy, access.verdict = result.decision.decision, result.verdict
+            access.rule, access.reason = result.decision.rule, result.reason
+            if result.verdict == "deny":
+                access.code = _deny_code(result.decision, access)
+        culprit = accesses[batch.culprit] if batch.culprit is not None else None
+        code = None
+        if batch.decision == "deny":
+            code = "policy_denied" if batch.spans_roots or culprit is None else culprit.code
+        rule = culprit.rule if culprit is not None else (accesses[0].rule if batch.decision == "allow" else None)
+        return Plan(tool, args, caller, cid, project_id, accesses, batch.decision, batch.reason, code, rule)
 
     # -- step 3: conclude ------------------------------------------------------
 
@@ -423,7 +411,6 @@ class FileTools:
             if approval not in ALLOWING:
                 code = APPROVAL_CODES.get(approval or "no_approver", "approval_denied")
                 raise self.reject(plan, code, _refusal_text(code, approver, plan.reason), approval, approver)
-            self._apply_approval(plan, approval)
             self._log(plan, "allow", None, f"{approval} by {approver or 'the approver'} ({plan.reason})",
                       approval=approval, approver=approver)
         else:
@@ -443,13 +430,6 @@ class FileTools:
         """Log a refusal of ``plan`` and return the error to raise."""
         self._log(plan, "deny", code, reason, approval=approval, approver=approver)
         return ToolError(code, reason, plan.correlation_id)
-
-    def _apply_approval(self, plan: Plan, approval: str) -> None:
-        if approval == "allow_session":
-            for target in plan.approval_targets():
-                self.grants.add((target["need"], target["path"]))
-        elif approval == "always":
-            self.session.reload_configs()  # the tray wrote a rule to the user file
 
     # -- audit -----------------------------------------------------------------
 
@@ -520,7 +500,7 @@ class FileTools:
             self.session.reload_configs()
 
     def _config_signature(self) -> tuple:
-        marks = []
+        marks: list[tuple[object, ...]] = []
         for path in self.session.config_files():
             try:
                 info = os.stat(path)
@@ -538,10 +518,7 @@ class FileTools:
             target = self._target(resolved)
         except (ResolveError, _Changed):
             return "deny", None
-        verdict = self.session.policy.decide_target(need, target).decision
-        if verdict == "request" and (need, target.canonical) in self.grants:
-            verdict = "allow"
-        return verdict, resolved
+        return self.policy.decide_granted(need, target, self.grants), resolved
 
 
 class _Changed(Exception):
@@ -612,7 +589,8 @@ def _refuse_leaf_link(access: Access) -> None:
         if resolved is not None and resolved.relative and os.path.islink(resolved.lexical):
             access.resolved = None
             access.code = access.canonicalization = "symlink_not_permitted"
-            access.reason = f"{given!r} is a symbolic link; move_file, delete_file and apply_patch deletions act on regular files only"
+            access.reason = (f"{given!r} is a symbolic link; "
+                             "move_file, delete_file and apply_patch deletions act on regular files only")
             return
 
 
@@ -661,6 +639,12 @@ def _text_of(data: bytes) -> str | None:
         return None
 
 
+def _resolved(resolved: Resolved | None) -> Resolved:
+    """A decided access's resolved path: only resolved targets reach the I/O."""
+    assert resolved is not None  # an unresolved target is denied before any run_* call
+    return resolved
+
+
 def _read_text(tools: FileTools, resolved: Resolved) -> str:
     data = safe_io.read_file(resolved.root, _canonical_rel(resolved), limit=tools.limits.read_bytes)
     text = _text_of(data)
@@ -670,7 +654,7 @@ def _read_text(tools: FileTools, resolved: Resolved) -> str:
 
 
 def run_read_file(tools: FileTools, plan: Plan) -> dict:
-    resolved = plan.accesses[0].resolved
+    resolved = _resolved(plan.accesses[0].resolved)
     data = safe_io.read_file(resolved.root, _canonical_rel(resolved), limit=tools.limits.read_bytes)
     text = _text_of(data)
     return {"project_id": plan.project_id, "relative_path": resolved.relative, "size": len(data),
@@ -678,8 +662,9 @@ def run_read_file(tools: FileTools, plan: Plan) -> dict:
 
 
 def run_list_directory(tools: FileTools, plan: Plan) -> dict:
-    resolved = plan.accesses[0].resolved
-    entries, hidden, truncated = [], 0, False
+    resolved = _resolved(plan.accesses[0].resolved)
+    entries: list[dict[str, Any]] = []
+    hidden, truncated = 0, False
     for entry in safe_io.list_directory(resolved.root, _canonical_rel(resolved)):
         relative = f"{resolved.relative}/{entry.name}" if resolved.relative else entry.name
         verdict, _ = tools.peek(resolved.root, relative)
@@ -689,7 +674,7 @@ def run_list_directory(tools: FileTools, plan: Plan) -> dict:
         if len(entries) >= tools.limits.list_entries:
             truncated = True
             break
-        item = {"name": entry.name, "type": entry.kind, "relative_path": _encode(relative)}
+        item: dict[str, Any] = {"name": entry.name, "type": entry.kind, "relative_path": _encode(relative)}
         if verdict == "request":
             item["needs_approval"] = True
         entries.append(item)
@@ -698,7 +683,7 @@ def run_list_directory(tools: FileTools, plan: Plan) -> dict:
 
 
 def run_search_files(tools: FileTools, plan: Plan) -> dict:
-    resolved = plan.accesses[0].resolved
+    resolved = _resolved(plan.accesses[0].resolved)
     args = plan.args
     pattern = args.get("pattern") or "*"
     query = args.get("query") or None
@@ -725,7 +710,7 @@ def run_search_files(tools: FileTools, plan: Plan) -> dict:
         elif query is None:
             found.append({"relative_path": _encode(path)})
         else:
-            found.extend(_grep(tools, target, path, query, fold, most - len(found), counts))
+            found.extend(_grep(tools, _resolved(target), path, query, fold, most - len(found), counts))
         if len(found) >= most:
             truncated = True
             found = found[:most]
@@ -764,18 +749,18 @@ def _grep(tools: FileTools, target: Resolved, shown: str, query: str, fold: bool
 
 
 def run_get_file_info(tools: FileTools, plan: Plan) -> dict:
-    resolved = plan.accesses[0].resolved
+    resolved = _resolved(plan.accesses[0].resolved)
     info = safe_io.file_info(resolved.root, _canonical_rel(resolved))
     kind = ("directory" if stat.S_ISDIR(info.st_mode) else "file" if stat.S_ISREG(info.st_mode)
             else "symlink" if stat.S_ISLNK(info.st_mode) else "other")
-    modified = datetime.fromtimestamp(info.st_mtime, timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z")
+    modified = datetime.fromtimestamp(info.st_mtime, UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
     return {"project_id": plan.project_id, "relative_path": resolved.relative, "type": kind, "size": info.st_size,
             "modified": modified, "permissions": oct(stat.S_IMODE(info.st_mode)),
             "through_symlink": resolved.traversed_symlink, "canonical_relative_path": _encode(_canonical_rel(resolved))}
 
 
 def run_write_file(tools: FileTools, plan: Plan) -> dict:
-    resolved = plan.accesses[0].resolved
+    resolved = _resolved(plan.accesses[0].resolved)
     data = plan.args["content"].encode("utf-8")
     created = safe_io.write_file(resolved.root, _canonical_rel(resolved), data)
     return {"project_id": plan.project_id, "relative_path": resolved.relative, "created": created, "size": len(data)}
@@ -799,7 +784,7 @@ def unified_diff(before: str, after: str, shown: str) -> str:
 
 
 def run_edit_file(tools: FileTools, plan: Plan) -> dict:
-    resolved = plan.accesses[0].resolved
+    resolved = _resolved(plan.accesses[0].resolved)
     before = _read_text(tools, resolved)
     after = apply_edits(before, plan.args["edits"], resolved.relative)
     dry_run = plan.args.get("dry_run", False)
@@ -811,13 +796,13 @@ def run_edit_file(tools: FileTools, plan: Plan) -> dict:
 
 def run_move_file(tools: FileTools, plan: Plan) -> dict:
     access = plan.accesses[0]
-    src, dst = access.resolved, access.dest
+    src, dst = _resolved(access.resolved), _resolved(access.dest)
     safe_io.move_file(src.root, _canonical_rel(src), dst.root, _canonical_rel(dst))
     return {"project_id": plan.project_id, "source": src.relative, "destination": dst.relative}
 
 
 def run_delete_file(tools: FileTools, plan: Plan) -> dict:
-    resolved = plan.accesses[0].resolved
+    resolved = _resolved(plan.accesses[0].resolved)
     safe_io.delete_file(resolved.root, _canonical_rel(resolved))
     return {"project_id": plan.project_id, "relative_path": resolved.relative, "deleted": True}
 
@@ -825,8 +810,8 @@ def run_delete_file(tools: FileTools, plan: Plan) -> dict:
 def run_apply_patch(tools: FileTools, plan: Plan) -> dict:
     """Every change is prepared (read, matched) before the first write; then applied in order."""
     prepared = []
-    for change, access in zip(plan.args["changes"], plan.accesses):
-        resolved = access.resolved
+    for change, access in zip(plan.args["changes"], plan.accesses, strict=False):
+        resolved = _resolved(access.resolved)
         try:
             prepared.append(_prepare_change(tools, change, resolved))
         except safe_io.SafeIOError as err:

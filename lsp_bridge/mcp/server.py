@@ -13,10 +13,11 @@ tool results. What it adds is the session around the calls:
   with an ``InputRequiredResult`` on the first tool call. A roots change
   rebuilds the policy session: session grants are dropped and ids of removed
   roots become unknown (an id is never reused for another folder).
-* **Approvals.** A ``request`` plan goes to the tray (``lsp_bridge.approvals.client``) with the
-  tool name and a deadline; with no tray, to the MCP client by elicitation
-  (``elicitation/create`` on handshake versions, an ``InputRequiredResult`` on
-  2026-07-28); with neither, it is denied with ``no_approver``.
+* **Approvals.** A ``request`` plan goes to the one approval service
+  (``lsp_bridge.approvals.service``): session grants, then the tray, then the
+  MCP client by elicitation (``elicitation/create`` on handshake versions, an
+  ``InputRequiredResult`` on 2026-07-28; the front-end step below), else it is
+  denied with ``no_approver``.
 * **Audit and mirror mode** live in ``file_tools``/``audit``.
 """
 
@@ -31,8 +32,9 @@ import sys
 import time
 import uuid
 import warnings
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
+from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlparse
 
 import anyio
@@ -44,13 +46,30 @@ from mcp.shared.message import ServerMessageMetadata
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from lsp_bridge import __version__ as VERSION
+from lsp_bridge.approvals.service import (
+    ApprovalRequest,
+    ApprovalService,
+    Deferred,
+    Outcome,
+    Reply,
+    SessionGrants,
+    Step,
+    TimeLimit,
+    targets_of,
+)
+from lsp_bridge.core.paths import canonical, is_within
 from lsp_bridge.mcp.audit import AuditLog
 from lsp_bridge.mcp.file_tools import Caller, FileTools, Limits, ToolError
-from lsp_bridge.core.paths import canonical, is_within
+
+if TYPE_CHECKING:  # imported lazily at run time
+    import anyio.abc
+
+    from lsp_bridge.approvals.client import TrayClient
 
 log = logging.getLogger("rootguard.mcp")
 
 SERVER_NAME = "rootguard"
+CLIENT = "the MCP client"
 ROOTS_KEY = "rootguard/roots"
 APPROVAL_KEY = "rootguard/approval"
 MAX_PENDING = 256
@@ -109,15 +128,17 @@ class GuardedServer:
         self.audit = audit or AuditLog()
         self.session_id = uuid.uuid4().hex[:16]
         self.taken_ids: dict[str, str] = {}
+        self.approvals = ApprovalService(lambda: self.tools.session, grants=SessionGrants(),
+                                         on_always=lambda: self.tools.session.reload_configs())
         self.tools = self._build(self.server_roots)
         self.roots_state = "unknown"  # unknown | fresh | stale (client roots)
         self.tray_socket = tray_socket
         self.use_tray = use_tray
-        self.tray = None
+        self.tray: TrayClient | None = None
         self.exit_code = 0
         self._pending: dict[str, _Pending] = {}
         self._lock = anyio.Lock()
-        self._task_group = None
+        self._task_group: anyio.abc.TaskGroup | None = None
         self.server = self._server()
 
     # -- wiring ------------------------------------------------------------------
@@ -138,12 +159,11 @@ class GuardedServer:
         """Serve stdin/stdout until the client goes away (or the start is refused)."""
         await self._start_tray()
         try:
-            async with stdio_server() as (read, write):
-                async with anyio.create_task_group() as group:
-                    self._task_group = group
-                    options = self.server.create_initialization_options(NotificationOptions(tools_changed=True))
-                    await self.server.run(read, write, options)
-                    group.cancel_scope.cancel()
+            async with stdio_server() as (read, write), anyio.create_task_group() as group:
+                self._task_group = group
+                options = self.server.create_initialization_options(NotificationOptions(tools_changed=True))
+                await self.server.run(read, write, options)
+                group.cancel_scope.cancel()
         finally:
             if self.tray is not None:
                 await self.tray.close()
@@ -175,10 +195,16 @@ class GuardedServer:
         plan = tools.plan(params.name, params.arguments or {}, self._caller(ctx))
         approval = approver = None
         if plan.verdict == "request":
-            answer = await self._approve(ctx, params, plan, state, modern)
-            if isinstance(answer, types.InputRequiredResult):
-                return answer
-            approval, approver = answer
+            request = ApprovalRequest(plan.tool, plan.operation, targets_of(plan.approval_targets()),
+                                      plan.rule, plan.reason, plan.describe())
+            outcome: Outcome | Deferred
+            if state is not None and state.kind == "approval":  # the retried call brings the answer
+                outcome = self.approvals.answered(request, self._client_answer(params, plan, state), CLIENT)
+            else:
+                outcome = await self.approvals.ask(request, self._client_step(ctx, plan, modern), approver=CLIENT)
+            if isinstance(outcome, Deferred):
+                return outcome.value
+            approval, approver = outcome.answer, outcome.approver
         try:
             if tools is not self.tools:
                 raise tools.reject(plan, "workspace_changed", "the workspace roots changed while this call waited "
@@ -223,7 +249,7 @@ class GuardedServer:
 
     def _build(self, roots: Sequence[str]) -> FileTools:
         return FileTools(roots, env=self.env, audit=self.audit, mirror=self.mirror, limits=self.limits,
-                         taken_ids=self.taken_ids)
+                         taken_ids=self.taken_ids, grants=self.approvals.grants)
 
     async def _refresh_roots(self, ctx) -> None:
         """Handshake era: ask ``roots/list`` when the client offers roots and they may have changed."""
@@ -275,72 +301,52 @@ class GuardedServer:
                 log.warning("ignoring the client root %s: it is outside every --root", path)
         if tuple(effective) == self.tools.roots:
             return False
+        self.approvals.workspace_changed()  # session grants end with the roots they were given for
         self.tools = self._build(effective)
         self._pending = {k: v for k, v in self._pending.items() if v.kind != "approval"}
         return True
 
     # -- approvals ---------------------------------------------------------------
 
-    async def _approve(self, ctx, params, plan, state: _Pending | None, modern: bool):
-        """(answer, approver), or an ``InputRequiredResult`` asking the client."""
-        if state is not None and state.kind == "approval":
-            return self._client_answer(params, plan, state), "the MCP client"
-        timeout = self._approval_timeout()
-        if self.tray is not None and self.tray.connected:
-            answer = await self._ask_tray(plan, timeout)
-            if answer != "no_approver":
-                return answer, "the Root Guard tray"
-        if _offers_elicitation(ctx):
-            if modern:
-                nonce = self._remember(_Pending("approval", plan.fingerprint(), time.monotonic() + timeout))
-                request = types.ElicitRequest(params=_approval_form(plan, timeout))
-                return types.InputRequiredResult(input_requests={APPROVAL_KEY: request}, request_state=nonce)
-            return await self._elicit_now(ctx, plan, timeout), "the MCP client"
-        return "no_approver", None
+    def _client_step(self, ctx, plan, modern: bool) -> Step | None:
+        """MCP elicitation as the approval service's front-end step; None when the client cannot ask."""
+        if not _offers_elicitation(ctx):
+            return None
 
-    async def _ask_tray(self, plan, timeout: float) -> str:
-        from lsp_bridge.approvals.client import Target
+        async def ask(request: ApprovalRequest, limit: TimeLimit) -> Reply | Deferred | None:
+            if modern:  # 2026-07-28: the question travels with this call's reply
+                nonce = self._remember(_Pending("approval", plan.fingerprint(), time.monotonic() + limit.hard_stop))
+                question = types.ElicitRequest(params=_approval_form(plan, limit))
+                return Deferred(types.InputRequiredResult(input_requests={APPROVAL_KEY: question}, request_state=nonce))
+            return await self._elicit_now(ctx, plan, limit)
 
-        targets = [Target(t["path"], t["relative"], t["root"], t["need"]) for t in plan.approval_targets()]
-        try:
-            decision = await self.tray.request_access(
-                plan.tool, plan.operation, targets, rule=plan.rule, reason=plan.reason,
-                timeout=timeout, timeout_seconds=timeout,
-            )
-        except Exception as exc:  # noqa: BLE001 - an approval that cannot be asked is denied
-            log.warning("the approval request could not be sent to the tray: %s", exc)
-            return "deny"
-        return decision.answer
+        return ask
 
-    async def _elicit_now(self, ctx, plan, timeout: float) -> str:
+    async def _elicit_now(self, ctx, plan, limit: TimeLimit) -> Reply | None:
         try:
             result = await ctx.session.send_request(
-                types.ElicitRequest(params=_approval_form(plan, timeout)),
+                types.ElicitRequest(params=_approval_form(plan, limit)),
                 types.ElicitResult,
-                request_read_timeout_seconds=timeout,
+                request_read_timeout_seconds=limit.hard_stop,
                 metadata=ServerMessageMetadata(related_request_id=ctx.request_id),
             )
         except NoBackChannelError:
-            return "no_approver"
+            return None
         except MCPError as exc:
-            return "timeout" if exc.code == types.REQUEST_TIMEOUT else "deny"
+            return Reply("timeout" if exc.code == types.REQUEST_TIMEOUT else "deny")
         except Exception as exc:  # noqa: BLE001 - a malformed answer is a denial
             log.warning("the client's approval answer was unusable: %s", exc)
-            return "deny"
-        return _elicited(result)
+            return Reply("deny", "the MCP client's answer was unusable: denied")
+        return Reply(_elicited(result))
 
-    def _client_answer(self, params, plan, state: _Pending) -> str:
+    def _client_answer(self, params, plan, state: _Pending) -> Reply:
         """The retried call's answer to our elicitation, if it is for this very call and in time."""
         if state.fingerprint != plan.fingerprint():
-            return "deny"
+            return Reply("deny", "the answer was for another call: denied")
         if time.monotonic() > state.deadline:
-            return "timeout"
+            return Reply("timeout")
         answer = (params.input_responses or {}).get(APPROVAL_KEY)
-        return _elicited(answer) if isinstance(answer, types.ElicitResult) else "deny"
-
-    def _approval_timeout(self) -> float:
-        configs = self.tools.session.configs()
-        return float(configs[0][1].approval_timeout) if configs else 30.0
+        return Reply(_elicited(answer) if isinstance(answer, types.ElicitResult) else "deny")
 
     def _remember(self, pending: _Pending) -> str:
         while len(self._pending) >= MAX_PENDING:
@@ -358,6 +364,7 @@ class GuardedServer:
             from lsp_bridge.approvals.client import TrayClient
 
             self.tray = TrayClient(self.session_id, "rootguard mcp", self.tools.roots, socket=self.tray_socket)
+            self.approvals.tray = self.tray
             await self.tray.start()
             await self._publish()
         except Exception as exc:  # noqa: BLE001 - no tray is a normal condition
@@ -419,9 +426,9 @@ def _offers_elicitation(ctx) -> bool:
     return caps is not None and caps.elicitation is not None
 
 
-def _approval_form(plan, timeout: float) -> types.ElicitRequestFormParams:
+def _approval_form(plan, limit: TimeLimit) -> types.ElicitRequestFormParams:
     message = (f"Root Guard: an agent asks for access that needs your approval "
-               f"(denied in {timeout:g} s without an answer). {plan.describe()}")
+               f"(denied in {limit.seconds:g} s without an answer). {plan.describe()}")
     return types.ElicitRequestFormParams(message=message, requested_schema=APPROVAL_SCHEMA)
 
 
@@ -454,7 +461,7 @@ def _error(err: ToolError) -> types.CallToolResult:
 
 
 def tool_definitions(project_ids: Sequence[str]) -> list[types.Tool]:
-    project = {"type": "string", "description": "A project id from list_projects."}
+    project: dict[str, Any] = {"type": "string", "description": "A project id from list_projects."}
     if project_ids:
         project["enum"] = list(project_ids)
     path = {

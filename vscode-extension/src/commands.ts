@@ -35,10 +35,11 @@ export interface CommandDeps {
 }
 
 export function registerCommands(deps: CommandDeps): vscode.Disposable[] {
-  const register = (id: string, run: (...args: any[]) => Promise<unknown> | unknown) =>
+  // VS Code hands a command whatever its caller passed: each handler declares what it accepts.
+  const register = <A extends unknown[]>(id: string, run: (...args: A) => Promise<unknown> | unknown) =>
     vscode.commands.registerCommand(id, async (...args: unknown[]) => {
       try {
-        return await run(...args);
+        return await run(...(args as A));
       } catch (error) {
         void vscode.window.showErrorMessage(`Root Guard: ${error instanceof Error ? error.message : String(error)}`);
         return undefined;

@@ -31,6 +31,8 @@ export interface AccessResult {
   rule_source?: string | null;
   dest?: AccessResult | null;
   policy_decision?: ('allow' | 'request' | 'deny') | null;
+  approval?: ('allow_once' | 'allow_session' | 'always' | 'deny' | 'timeout' | 'no_approver') | null;
+  approver?: string | null;
 }
 /**
  * A CI workflow naming cloud roles.

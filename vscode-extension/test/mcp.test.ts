@@ -69,7 +69,6 @@ describe('guarded MCP server definition', () => {
   });
 
   it('matches the id contributed in package.json', () => {
-    // eslint-disable-next-line @typescript-eslint/no-var-requires
     const manifest = require('../../package.json');
     assert.deepStrictEqual(manifest.contributes.mcpServerDefinitionProviders.map((p: { id: string }) => p.id), [MCP_PROVIDER_ID]);
     // VS Code 1.100 (code-server 4.100) looked the id up under its earlier name

@@ -1,7 +1,6 @@
 /** Mocha --require hook: `require('vscode')` resolves to the stand-in in test/stubs. */
 import * as path from 'path';
 
-// eslint-disable-next-line @typescript-eslint/no-var-requires
 const Module = require('module');
 const stubPath = path.join(__dirname, 'stubs', 'vscode.js');
 const resolve = Module._resolveFilename;

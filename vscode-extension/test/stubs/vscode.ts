@@ -4,7 +4,6 @@
  * vscode-common-python-lsp). It records what the extension shows and lets a
  * test script the user's answers through `stub`.
  */
-/* eslint-disable @typescript-eslint/no-explicit-any */
 import * as path from 'path';
 
 type Listener<T> = (value: T) => unknown;

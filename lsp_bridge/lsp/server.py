@@ -21,11 +21,10 @@ from pygls.protocol import LanguageServerProtocol
 from pygls.uris import from_fs_path, to_fs_path
 
 from lsp_bridge import __version__
-from lsp_bridge.approvals.service import ApprovalService
 from lsp_bridge.core.settings import PROJECT_FILE_NAME
-from lsp_bridge.lsp.approval import decide_access, param
 
 if TYPE_CHECKING:  # imported lazily at run time (start-up speed)
+    from lsp_bridge.approvals.service import ApprovalService
     from lsp_bridge.approvals.tray_link import TrayLink
     from lsp_bridge.core.status import Approver, Operation
     from lsp_bridge.inventory.scan import InventoryCache
@@ -69,7 +68,7 @@ class RootGuardServer(LanguageServer):
         )
         self._tracker: RootTracker | None = None
         self.folders: list[str] = []
-        self.approvals = ApprovalService(lambda: self.tracker.session, on_always=self._reload_after_always)
+        self._approvals: ApprovalService | None = None
         self._inventory_cache: InventoryCache | None = None
         self._watcher: Watcher | None = None
         self._published: set[str] = set()
@@ -78,6 +77,15 @@ class RootGuardServer(LanguageServer):
         self._recount_task: asyncio.Future | None = None
         self._recount_again = False
         self._tray: TrayLink | None = None
+
+    @property
+    def approvals(self) -> ApprovalService:
+        """The one approval service (built on first use: nothing asks before the first status)."""
+        if self._approvals is None:
+            from lsp_bridge.approvals.service import ApprovalService
+
+            self._approvals = ApprovalService(lambda: self.tracker.session, on_always=self._reload_after_always)
+        return self._approvals
 
     @property
     def tracker(self) -> RootTracker:
@@ -495,6 +503,7 @@ def _read(path: str) -> str | None:
 def on_explain(ls: RootGuardServer, params: Any):
     from lsp_bridge.core import status as contract
     from lsp_bridge.core.policy import PolicyInputError
+    from lsp_bridge.lsp.approval import param
 
     raw = param(params, "path")
     if not isinstance(raw, str) or not raw:
@@ -530,6 +539,7 @@ def on_inventory(ls: RootGuardServer, params: Any):
 async def on_access(ls: RootGuardServer, params: Any):
     """Decide an access for a tool; request-level ones go to a person. Malformed params: denied."""
     from lsp_bridge.core import status as contract
+    from lsp_bridge.lsp.approval import decide_access, param
 
     raw = {k: param(params, k) for k in ("path", "op", "dest", "tool") if param(params, k) is not None}
     try:

@@ -164,6 +164,7 @@ class FirstPartyLink:
 
     link: str
     target: str
+    via: Literal["link", "store"]  # a link in node_modules, or a package-store entry linking back
 
 
 @record
@@ -197,6 +198,16 @@ class GitHistory:
     commits: int | None
     deleted_sensitive: list[str] | None
     via: list[str]
+    renamed_sensitive: list[dict[str, str | bool]]  # {"from", "to", "in_tree", "credential_name"}
+
+
+@record
+class CiIdentity:
+    """A cloud identity a CI file names."""
+
+    cloud: Literal["aws", "azure", "gcp"]
+    kind: str  # role, client-id, workload identity provider, service account
+    value: str
 
 
 @record
@@ -205,6 +216,8 @@ class CiRoles:
 
     path: str
     roles: list[str]
+    identities: list[CiIdentity]
+    capped: bool  # more identities than were kept
 
 
 @record
@@ -232,6 +245,7 @@ class Inventory:
     before: list[str]
     after: list[str]
     errors: list[str]
+    notes: list[str]  # why the union did not follow the folders given
 
 
 @record
@@ -381,6 +395,11 @@ def _build(tp: Any, data: Any, where: str) -> Any:
         if data not in typing.get_args(tp):
             raise TypeError(f"{where}: {data!r} is not one of {typing.get_args(tp)}")
         return data
+    if origin is dict:
+        if not isinstance(data, dict):
+            raise TypeError(f"{where}: expected an object, got {type(data).__name__}")
+        _key, value_type = typing.get_args(tp)
+        return {str(k): _build(value_type, v, f"{where}.{k}") for k, v in data.items()}
     if origin is list:
         if not isinstance(data, (list, tuple)):
             raise TypeError(f"{where}: expected a list, got {type(data).__name__}")

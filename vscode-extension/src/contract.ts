@@ -35,6 +35,17 @@ export interface AccessResult {
   approver?: string | null;
 }
 /**
+ * A cloud identity a CI file names.
+ *
+ * This interface was referenced by `RootGuardLsp`'s JSON-Schema
+ * via the `definition` "CiIdentity".
+ */
+export interface CiIdentity {
+  cloud: 'aws' | 'azure' | 'gcp';
+  kind: string;
+  value: string;
+}
+/**
  * A CI workflow naming cloud roles.
  *
  * This interface was referenced by `RootGuardLsp`'s JSON-Schema
@@ -43,6 +54,8 @@ export interface AccessResult {
 export interface CiRoles {
   path: string;
   roles: string[];
+  identities: CiIdentity[];
+  capped: boolean;
 }
 /**
  * Where this session's configuration lives (the user file may not exist yet).
@@ -117,6 +130,7 @@ export interface ExplainResult {
 export interface FirstPartyLink {
   link: string;
   target: string;
+  via: 'link' | 'store';
 }
 /**
  * A git directory newly exposed: its size, commits and deleted sensitive files.
@@ -130,6 +144,9 @@ export interface GitHistory {
   commits: number | null;
   deleted_sensitive: string[] | null;
   via: string[];
+  renamed_sensitive: {
+    [k: string]: string | boolean;
+  }[];
 }
 /**
  * What the union after the widening exposes that the one before did not.
@@ -151,6 +168,7 @@ export interface Inventory {
   before: string[];
   after: string[];
   errors: string[];
+  notes: string[];
 }
 /**
  * A package-manager store, reported apart from the file count.

@@ -81,7 +81,7 @@ describe('status tooltip', () => {
     const tooltip = renderTooltip(normalStatus());
     assert.match(tooltip, /\*\*Union\*\* \(2 entries\)/);
     assert.ok(tooltip.includes(`- \`${NARROW}\` — workspace folder _(folder)_`), tooltip);
-    assert.ok(tooltip.includes(`\`${HOTFIX}/packages/checkout\` — included linked worktree of ${REPO} _(worktree)_`), tooltip);
+    assert.ok(tooltip.includes(`\`${HOTFIX}/packages/checkout\` — included linked worktree of the repository of ${REPO} _(worktree)_`), tooltip);
   });
 
   it('lists shadowed entries with what shadows them', () => {

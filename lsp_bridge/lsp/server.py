@@ -223,7 +223,7 @@ class RootGuardServer(LanguageServer):
             self._progress_end(progress)
         if self.tracker.inventory_span() != (reference, current):
             return  # superseded by a newer change
-        self.tracker.inventory_done(report.to_json(), report.describe())
+        self.tracker.inventory_done(report.to_json(), report.describe(), summary=report.summary_line())
         if warn:
             self.warn(self.tracker.warning_message())
         self.send_status()

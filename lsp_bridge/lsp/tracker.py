@@ -48,6 +48,7 @@ class RootTracker:
     last_change: Change | None = None
     inventory: dict | None = None
     inventory_lines: tuple[str, ...] = ()  # the inventory report's human lines
+    inventory_summary: str | None = None  # its one line, e.g. "×180: +60,660 files, 3 secrets files"
     inventory_error: str | None = None
     inventory_pending: bool = False
     mounts: dict | None = None
@@ -130,10 +131,13 @@ class RootTracker:
 
         return user_config_path(self.env)
 
-    def inventory_done(self, report: dict | None, lines: Sequence[str] = (), error: str | None = None) -> None:
-        """The inventory finished: its JSON report and human lines, or the error that stopped it."""
+    def inventory_done(self, report: dict | None, lines: Sequence[str] = (), error: str | None = None,
+                       summary: str | None = None) -> None:
+        """The inventory finished: its JSON report, human lines and one-line summary
+        (``InventoryReport.describe`` and ``summary_line``: rendered there, once), or the error."""
         self.inventory, self.inventory_pending = report, False
         self.inventory_lines, self.inventory_error = tuple(lines), error
+        self.inventory_summary = summary
 
     def set_mounts(self, reconciliation) -> None:
         self.mounts = reconciliation.to_json()
@@ -194,17 +198,9 @@ class RootTracker:
             return "no root: every access is denied" if count else "no folder open"
         if not self.widened:
             return roots
-        inv = self.inventory
-        if not inv:
+        if not (self.inventory and self.inventory_summary):
             return f"⚠ union widened ({roots}); measuring…" if self.inventory_pending else f"⚠ union widened ({roots})"
-        parts = [f"+{inv['files_after'] - inv['files_before']:,} files"]
-        creds = len(inv.get("credentials", []))
-        if creds:
-            parts.append(f"{creds} secrets file{'s' if creds != 1 else ''}")
-        for repo in inv.get("git", [])[:1]:
-            commits = repo.get("commits")
-            parts.append(f".git ({'?' if commits is None else format(commits, ',')} commits)")
-        return f"⚠ union ×{_ratio(inv.get('ratio'))}: " + ", ".join(parts)
+        return f"⚠ union {self.inventory_summary}"
 
     def widening_headline(self) -> str:
         change = self.last_change
@@ -227,9 +223,3 @@ class RootTracker:
         """The ``window/showMessage`` text: the summary, then the widening lines."""
         summary = self.summary().removeprefix("⚠ ")
         return f"Root Guard: the agent's file boundary widened — {summary}\n" + "\n".join(self.widening_lines())
-
-
-def _ratio(value) -> str:
-    if value is None:
-        return "?"
-    return f"{value:,.0f}" if value >= 10 else f"{value:.1f}"

@@ -2,34 +2,29 @@
 
 Specificity orders matching rules (seed 001): an exact file rule outranks a
 directory rule; then the deepest anchor; then the longest literal prefix of
-the include that matched. Globs are gitignore-style patterns (``globs.py``),
-matched against the path relative to the anchor; an exclusion removes a path
-from its rule even when an include matches it.
+the include that matched. Globs use the one dialect of ``globs`` (gitignore with
+``**`` and ``{a,b}``), matched against the path relative to the anchor; an
+exclusion removes a path from its rule even when an include matches it.
 
-Compilation is pure: it reads the configuration and the scope, never the disk
-(whether an anchor is a file was resolved when the configuration was loaded).
+Layering: user rules are a floor. Where the most specific rule comes from a project
+file and the most specific *floor* rule (user, built in) is stricter, the floor
+rule stands: a project file can make a decision stricter, never looser.
 """
 
 from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from typing import Any
 
-from lsp_bridge.core.globs import compile_globs
+from lsp_bridge.core.globs import GlobSet, literal_prefix
 from lsp_bridge.core.paths import PrefixIndex, depth, fold, is_within, relative_to
 from lsp_bridge.core.scope import Scope
 from lsp_bridge.core.settings import STRICTNESS, Config, PathRule, Verdict
 
 Specificity = tuple[int, int, int]
-
-
-def literal_prefix(pattern: str) -> int:
-    """Length of the part of an include before its first glob character."""
-    for i, ch in enumerate(pattern):
-        if ch in "*?[\\!":
-            return i
-    return len(pattern)
+_ = literal_prefix  # re-exported
+# Sources whose rules form the floor a project file cannot loosen (PRODUCT.md "Layering").
+FLOOR_SOURCES = frozenset({"builtin", "user", "environment", "session"})
 
 
 @dataclass(frozen=True)
@@ -37,8 +32,8 @@ class CompiledRule:
     rule: PathRule
     anchor: str  # folded canonical anchor (possibly remapped onto a worktree)
     exact: bool
-    excludes: Any  # a pathspec matcher, or None
-    includes: tuple[tuple[Any, int], ...]  # (matcher, literal prefix length), longest prefix first
+    excludes: GlobSet
+    includes: GlobSet  # alternatives, longest literal prefix first
     reduced: bool  # a project allow outside the host baseline: allow becomes request
     anchor_depth: int
 
@@ -46,16 +41,14 @@ class CompiledRule:
         """None when the rule does not match ``rel`` (the path below the anchor)."""
         if self.exact:
             return (1, self.anchor_depth, 0) if rel == "" else None
-        if rel and self.excludes is not None and self.excludes.match_file(rel):
+        if rel and self.excludes and self.excludes.matches(rel):
             return None
         if not self.includes:
             return (0, self.anchor_depth, 0)
         if not rel:
             return None
-        for patterns, length in self.includes:
-            if patterns.match_file(rel):
-                return (0, self.anchor_depth, length)
-        return None
+        length = self.includes.best(rel)
+        return None if length is None else (0, self.anchor_depth, length)
 
     def verdict(self, need: str) -> Verdict | None:
         verdict: Verdict | None = getattr(self.rule, need)
@@ -72,11 +65,9 @@ class RuleSet:
         self.protected = frozenset(fold(p) for p in config.files)
         by_anchor: dict[str, list[CompiledRule]] = {}
         for rule in config.paths:
-            exact = rule.is_file and not rule.includes
-            excludes = compile_globs(rule.excludes) if rule.excludes else None
-            includes = tuple(
-                sorted(((compile_globs([p]), literal_prefix(p)) for p in rule.includes), key=lambda item: -item[1])
-            )
+            exact = rule.is_file and not rule.includes  # resolved when loading: compilation reads no disk
+            excludes = GlobSet(rule.excludes)
+            includes = GlobSet(rule.includes)
             for anchor in self._anchors(rule, scope):
                 reduced = rule.source == "project" and not scope.union.contains(anchor)
                 compiled = CompiledRule(rule, anchor, exact, excludes, includes, reduced, depth(anchor))
@@ -101,8 +92,9 @@ class RuleSet:
         """The most specific rule deciding ``need`` for folded path ``key``."""
         if not self._index:
             return None
-        best = None
-        best_rank = None
+        best: tuple[CompiledRule, Verdict] | None = None
+        floor: tuple[CompiledRule, Verdict] | None = None
+        best_rank = floor_rank = None
         for probe, candidates in self._index.matches(key):
             rel = "" if probe == key else key[len(probe) + (0 if probe.endswith(os.sep) else 1):]
             for compiled in candidates:
@@ -115,4 +107,9 @@ class RuleSet:
                 rank = (*spec, STRICTNESS[verdict])
                 if best_rank is None or rank > best_rank:
                     best, best_rank = (compiled, verdict), rank
+                if compiled.rule.source in FLOOR_SOURCES and (floor_rank is None or rank > floor_rank):
+                    floor, floor_rank = (compiled, verdict), rank
+        if best is not None and floor is not None and best[0].rule.source not in FLOOR_SOURCES:
+            if STRICTNESS[floor[1]] > STRICTNESS[best[1]]:
+                return floor  # the user file is a floor for the project file
         return best

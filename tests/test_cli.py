@@ -101,7 +101,10 @@ def test_mounts_json_and_docker(repo):
     data = json.loads(rootguard("mounts", "--json", str(repo / "packages/checkout")).stdout)
     assert "suggested" in data and "roots_without_mount" in data
     docker = rootguard("mounts", "--docker", str(repo / "packages/checkout")).stdout
-    assert docker.startswith("-v ") and "/workspace" in docker
+    assert docker.startswith("docker run --rm -i --network none --user ")
+    # the linked worktree is a second repository: each gets /workspace/<name>
+    assert f"-v {repo / 'packages/checkout'}:/workspace/shop/packages/checkout:rw" in docker
+    assert "-w /workspace/shop/packages/checkout IMAGE" in docker
 
 
 def test_config_migrate_check_exit_codes(tmp_path):
@@ -123,6 +126,20 @@ def test_config_migrate_check_exit_codes(tmp_path):
 def test_demo_runs_and_prints_the_widening_report():
     out = rootguard("demo").stdout
     assert "widens the union" in out and ".env (4)" in out
+
+
+def test_roots_warns_about_an_unconfined_mcp_server_and_not_about_a_wrapped_one(repo):
+    checkout = repo / "packages/checkout"
+    (checkout / ".vscode").mkdir()
+    (checkout / ".vscode" / "mcp.json").write_text(json.dumps({"servers": {
+        "bare": {"command": "npx", "args": ["-y", "@acme/fs-server"]},
+        "wrapped": {"command": "rootguard", "args": ["run", "--root", "${workspaceFolder}", "--", "npx", "srv"]},
+    }}))
+    data = json.loads(rootguard("roots", "--json", str(checkout)).stdout)
+    codes = [w["code"] for w in data["warnings"]]
+    assert codes.count("mcp-server-unconfined") == 1
+    [warning] = [w for w in data["warnings"] if w["code"] == "mcp-server-unconfined"]
+    assert "servers.bare" in warning["message"] and "rootguard run" in warning["message"]
 
 
 # ---------------------------------------------------------------- the contract for every command

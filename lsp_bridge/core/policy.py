@@ -194,6 +194,14 @@ class Policy:
             (os.path.normpath(e.given), e.path) for e in scope.union.entries if os.path.normpath(e.given) != e.path
         )
 
+    def rulesets(self) -> list[RuleSet]:
+        """Each distinct rule set in force (one per project file), in root order."""
+        seen: list[RuleSet] = []
+        for _, ruleset in self._roots:
+            if all(ruleset is not s for s in seen):
+                seen.append(ruleset)
+        return seen
+
     # -- root selection ------------------------------------------------------
 
     def select(self, path: str) -> tuple[str, RuleSet]:

@@ -288,6 +288,8 @@ def _session(folders: Sequence[str], *, option: str = "FOLDER"):
                              "directory is never used as a root")
         if "\x00" in folder:
             raise UsageError(f"{option} {folder!r} contains a NUL byte")
+        if not folder.strip():
+            raise UsageError(f"{option} is blank: the current directory is never used as a root")
         if not os.path.isabs(folder):
             folder = os.path.abspath(folder)  # an argument the user typed, not a derived root
         if not os.path.isdir(folder):

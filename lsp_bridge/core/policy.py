@@ -49,14 +49,13 @@ from lsp_bridge.core.paths import fold, is_within, realpath
 from lsp_bridge.core.protected import ProtectedAreas, default_areas, protected_reason
 from lsp_bridge.core.rules import RuleSet
 from lsp_bridge.core.scope import Scope
-from lsp_bridge.core.settings import Config, PathRule
+from lsp_bridge.core.settings import STRICTNESS, Config, PathRule, Verdict
 
 _ = PathRule  # re-exported for callers building rules
 
 OPERATIONS = ("read", "write", "delete", "rename", "metadata")
 _NEEDS = {"read": "read", "write": "write", "metadata": "write", "delete": "delete"}
 _MUTATING = {"write", "metadata", "delete", "rename"}
-_STRICTNESS = {"allow": 0, "request": 1, "deny": 2}
 
 
 class PolicyInputError(ValueError):
@@ -65,7 +64,7 @@ class PolicyInputError(ValueError):
 
 @dataclass(frozen=True)
 class Decision:
-    decision: str  # allow | request | deny
+    decision: Verdict
     path: str  # canonical
     op: str
     rule: str | None
@@ -99,7 +98,7 @@ class Part:
     need: str  # read | write | delete
     path: str  # canonical
     decision: Decision  # the engine's decision for this need
-    verdict: str  # after session grants: a granted ``request`` is ``allow``
+    verdict: Verdict  # after session grants: a granted ``request`` is ``allow``
 
 
 @dataclass(frozen=True)
@@ -108,7 +107,7 @@ class ItemDecision:
 
     decision: Decision  # for several needs: the strictest; for a rename: the whole rename
     parts: tuple[Part, ...]
-    verdict: str  # allow | request | deny, after session grants
+    verdict: Verdict  # after session grants
     reason: str
 
     @property
@@ -119,7 +118,7 @@ class ItemDecision:
 
 @dataclass(frozen=True)
 class BatchDecision:
-    decision: str
+    decision: Verdict
     items: tuple[Decision, ...]
     reason: str
     results: tuple[ItemDecision, ...] = ()
@@ -288,7 +287,7 @@ class Policy:
         if span:
             return Decision("deny", src.path, "rename", None, span, None, src.root, dst)
         pool = [src, dst] + [d for need, d in parts[2:]]
-        worst = max(pool, key=lambda d: _STRICTNESS[d.decision])
+        worst = max(pool, key=lambda d: STRICTNESS[d.decision])
         if worst is not src and worst is not dst:
             reason = worst.reason
             return Decision(worst.decision, src.path, "rename", worst.rule, reason, worst.rule_source, src.root, dst)
@@ -315,7 +314,7 @@ class Policy:
                     verdict, rule = "deny", lrule
                     reason = f"{link} is a symbolic link and the rule governing it does not set follow_symlinks"
                     break
-                if _STRICTNESS[lv] > _STRICTNESS[verdict]:
+                if STRICTNESS[lv] > STRICTNESS[verdict]:
                     verdict, rule, reason = lv, lrule, f"through the symbolic link {link}: {lreason}"
         if need == "read" and verdict != "deny" and target.inode is not None and target.nlink > 1:
             why = self.hardlinks.denied(target.inode, target.canonical)
@@ -383,13 +382,13 @@ class Policy:
         else:
             target = self._as_target(path)
             pieces = [(_NEEDS[o], self.decide_target(o, target)) for o in ops]
-            whole = max((d for _, d in pieces), key=lambda d: _STRICTNESS[d.decision])
+            whole = max((d for _, d in pieces), key=lambda d: STRICTNESS[d.decision])
         parts = tuple(
             Part(need, d.path, d, "allow" if d.decision == "request" and (need, d.path) in granted else d.decision)
             for need, d in pieces
         )
         asked = [p for p in parts if p.decision.decision == "request"]
-        explained = max(_STRICTNESS[p.decision.decision] for p in parts) == _STRICTNESS[whole.decision]
+        explained = max(STRICTNESS[p.decision.decision] for p in parts) == STRICTNESS[whole.decision]
         if whole.decision == "request" and asked and explained and all(p.verdict == "allow" for p in asked):
             return ItemDecision(whole, parts, "allow", f"allowed for this session earlier ({whole.reason})")
         return ItemDecision(whole, parts, whole.decision, whole.reason)
@@ -403,7 +402,7 @@ class Policy:
 
     # -- internals -----------------------------------------------------------
 
-    def _decide_point(self, path: str, need: str, ruleset: RuleSet, op: str) -> tuple[str, PathRule | None, str]:
+    def _decide_point(self, path: str, need: str, ruleset: RuleSet, op: str) -> tuple[Verdict, PathRule | None, str]:
         key = fold(path)
         win = ruleset.winner(key, need)
         if win is not None:
@@ -471,7 +470,7 @@ def _below(path: str, ancestor: str) -> str:
 
 
 def rule_verdict(rule: PathRule, need: str) -> str | None:
-    verdict: str | None = getattr(rule, need)
+    verdict: Verdict | None = getattr(rule, need)
     return verdict
 
 

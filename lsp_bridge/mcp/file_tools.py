@@ -39,6 +39,7 @@ from lsp_bridge.core.paths import canonical, is_within
 from lsp_bridge.core.policy import BatchDecision, Decision, Part, Policy, Target, inspect, oracle_inside
 from lsp_bridge.core.resolver import Resolved, ResolveError, resolve, resolve_in_projects
 from lsp_bridge.core.session import Session, open_session
+from lsp_bridge.core.settings import Verdict
 from lsp_bridge.mcp import safe_io
 from lsp_bridge.mcp.audit import AuditLog, now_text, root_digest
 
@@ -144,7 +145,7 @@ class Plan:
     correlation_id: str
     project_id: Any
     accesses: list[Access]
-    verdict: str
+    verdict: Verdict
     reason: str
     code: str | None = None
     rule: str | None = None

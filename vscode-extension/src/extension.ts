@@ -3,7 +3,6 @@ import * as child_process from 'child_process';
 import * as fs from 'fs';
 import * as vscode from 'vscode';
 import { registerCommands } from './commands';
-import { userConfigFile } from './configFile';
 import { registerMcpProvider } from './mcp';
 import { ReportView } from './reportView';
 import { ServerController } from './server';
@@ -38,7 +37,8 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
       serverCommand: () => server.command(),
       showReport: (status) => report.show(status),
       spawnDetached: (line) => spawnDetached(line, log),
-      userConfigFile: () => existing(userConfigFile(process.env, process.platform)),
+      // The server says where the user file is (it knows ROOTGUARD_CONFIG and platformdirs).
+      userConfigFile: () => existing(server.status?.config.user ?? undefined),
     }),
   );
 

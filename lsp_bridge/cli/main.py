@@ -56,6 +56,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if argv and argv[0] in DELEGATED:  # these parse their own options, --help included
             return _delegate(argv[0], argv[1:])
         parser = _parser()
+        parser.run_mode = argv[:1] == ["run"]  # its usage errors are 125
         args = parser.parse_args(argv)
         if not getattr(args, "run", None):
             parser.print_help(sys.stderr)
@@ -363,8 +364,10 @@ class _Parser(argparse.ArgumentParser):
     """Usage errors are one line on stderr and exit 2 (``--json``: an error object too);
     ``rootguard run`` exits 125 instead, leaving 1 and 2 to COMMAND."""
 
+    run_mode = False  # set on the top-level parser when the command is ``run``
+
     def error(self, message: str) -> NoReturn:
-        if self.prog.split()[-1:] == ["run"]:
+        if self.prog.split()[-1:] == ["run"] or self.run_mode:
             print(f"{self.prog}: error: {message}; COMMAND was not run (see {self.prog} --help)", file=sys.stderr)
             sys.exit(EXIT_UNCONFINED)
         print(f"{self.prog}: error: {message} (see {self.prog} --help)", file=sys.stderr)
@@ -376,7 +379,7 @@ class _Parser(argparse.ArgumentParser):
 JSON_HELP = "print the stable JSON object (docs/cli.md) instead of text"
 
 
-def _parser() -> argparse.ArgumentParser:
+def _parser() -> _Parser:
     parser = _Parser(
         prog="rootguard",
         description="Root Guard: keep an AI agent's file access as narrow as you meant it.",

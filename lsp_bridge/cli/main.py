@@ -233,6 +233,41 @@ def cmd_config_migrate(args) -> int:
     return main_migrate(forwarded)
 
 
+def cmd_probe(args) -> int:
+    """``rootguard probe``: 0 every path-taking tool tested and nothing served outside, else 1."""
+    command = _after_dashes(args.command, "probe", "SERVER_COMMAND")
+    try:
+        from lsp_bridge.probe.runner import ProbeError, format_report, run_probe
+    except ModuleNotFoundError as err:
+        raise UsageError(f"probe needs the 'mcp' extra ({err.name} is not installed): "
+                         "pip install '.[mcp]' in the Root Guard source folder") from None
+    try:
+        report = run_probe(command, trace=args.trace)
+    except ProbeError as err:
+        raise UsageError(str(err)) from None
+    _emit(args, report.to_json() if args.json else {}, lambda _: format_report(report))
+    return 0 if report.ok else 1
+
+
+def cmd_trace(args) -> int:
+    """``rootguard trace``: 0 when the trace ran, 125 when it cannot trace here, 2 bad input."""
+    from lsp_bridge.trace.run import TraceError, TraceUnavailable, format_trace, run_trace
+
+    command = _after_dashes(args.command, "trace", "COMMAND")
+    if not args.root:
+        raise UsageError("trace needs at least one --root FOLDER (never the current directory)")
+    session = _session(args.root)  # an invalid configuration is exit 2 here
+    try:
+        result = run_trace(session, command, enforced=args.enforced)
+    except TraceUnavailable as err:
+        print(f"rootguard trace: {_safe(str(err))}", file=sys.stderr)
+        return EXIT_UNCONFINED
+    except TraceError as err:
+        raise UsageError(str(err)) from None
+    _emit(args, result.to_json(), lambda _: format_trace(result))
+    return 0
+
+
 def cmd_demo(args) -> int:
     from lsp_bridge.cli.demo import run_demo
 
@@ -264,6 +299,15 @@ def _session(folders: Sequence[str], *, option: str = "FOLDER"):
     if broken:
         raise ConfigError(broken)
     return session
+
+
+def _after_dashes(command: Sequence[str], name: str, what: str) -> list[str]:
+    command = list(command)
+    if command and command[0] == "--":
+        command = command[1:]
+    if not command:
+        raise UsageError(f"{name} needs {what} after --")
+    return command
 
 
 def _emit(args, data: dict, text) -> None:
@@ -462,6 +506,34 @@ def _parser() -> _Parser:
     p.add_argument("--keep", action="store_true", help="keep the demo folder (its path is printed)")
     p.add_argument("--json", action="store_true", help="print the reports as one JSON object")
     p.set_defaults(run=cmd_demo)
+
+    p = sub.add_parser(
+        "trace", help="run COMMAND traced; propose the named-file grants it needs outside the roots",
+        description="Run COMMAND once in the first root with the disk read-only and the roots writable, traced by "
+        "strace; report what it used outside the roots, the read-only grants to add to the user file (never a "
+        "credential file or a denied path) and the quiet failures. COMMAND's output goes to stderr. Exit status: "
+        "0 when the trace ran, 125 when it cannot trace here (no strace or bubblewrap, ptrace not allowed), "
+        "2 bad input. See docs/trace.md.",
+    )
+    p.add_argument("--root", action="append", default=[], metavar="FOLDER", help="a workspace folder (repeat for more)")
+    p.add_argument("--json", action="store_true", help=JSON_HELP)
+    p.add_argument("--enforced", action="store_true",
+                   help="run in rounds under rootguard run's narrow sandbox, adding what each round could not find")
+    p.add_argument("command", nargs=argparse.REMAINDER, metavar="-- COMMAND [ARG...]")
+    p.set_defaults(run=cmd_trace)
+
+    p = sub.add_parser(
+        "probe", help="the boundary test matrix for any stdio MCP server ({root} = the narrow root)",
+        description="Build a fixture in a temporary folder (a narrow root, a prefix sibling, an outside secret, "
+        "links), start SERVER_COMMAND with {root} replaced by the narrow root, and call every tool that takes a "
+        "path with inside / outside / prefix-sibling / traversal / encoded / absolute / symlink-out / dangling "
+        "targets. Exit status: 0 every path-taking tool tested and nothing outside served, 1 otherwise, "
+        "2 the server cannot be started. See docs/probe.md.",
+    )
+    p.add_argument("--json", action="store_true", help=JSON_HELP)
+    p.add_argument("--trace", action="store_true", help="also trace the server and list what it opened outside")
+    p.add_argument("command", nargs=argparse.REMAINDER, metavar="-- SERVER_COMMAND [ARG...]")
+    p.set_defaults(run=cmd_probe)
 
     for name, (_, text, _) in DELEGATED.items():  # listed for --help; main() dispatches them
         sub.add_parser(name, help=text, add_help=False)

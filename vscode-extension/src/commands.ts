@@ -2,6 +2,7 @@
 import * as path from 'path';
 import * as vscode from 'vscode';
 import { confineMcpServer } from './confine';
+import { traceCommand } from './trace';
 import { CommandLine, describe, trayCommand } from './serverCommand';
 import { Decision, ExplainResult, Inventory, Status } from './types';
 
@@ -14,6 +15,7 @@ export const COMMANDS = {
   restartServer: 'rootguard.restartServer',
   showLog: 'rootguard.showLog',
   confineMcpServer: 'rootguard.confineMcpServer',
+  traceCommand: 'rootguard.traceCommand',
 } as const;
 
 /** The server-side command the language server executes. */
@@ -56,6 +58,7 @@ export function registerCommands(deps: CommandDeps): vscode.Disposable[] {
     register(COMMANDS.restartServer, () => deps.restart()),
     register(COMMANDS.showLog, () => deps.showLog()),
     register(COMMANDS.confineMcpServer, () => confineMcpServer()),
+    register(COMMANDS.traceCommand, (text?: string) => traceCommand({ request: deps.request, userFile: deps.userConfigFile }, text)),
   ];
 }
 

@@ -393,6 +393,18 @@ def _shell_quote(text: str) -> str:
     return shlex.quote(text)
 
 
+class _VersionAction(argparse.Action):
+    """``--version``: the package metadata is read only when asked (it costs ~0.1 s per start)."""
+
+    def __init__(self, option_strings, dest=argparse.SUPPRESS, default=argparse.SUPPRESS, help=None):
+        super().__init__(option_strings, dest=dest, default=default, nargs=0,
+                         help=help or "show the program's version number and exit")
+
+    def __call__(self, parser, namespace, values, option_string=None) -> None:
+        _write(f"rootguard {_version()}")
+        parser.exit()
+
+
 def _version() -> str:
     from importlib.metadata import PackageNotFoundError, version
 
@@ -430,7 +442,7 @@ def _parser() -> _Parser:
         epilog="Exit codes: 0 success (check: allow), 1 check: deny, 3 check: request, "
                "2 bad input or invalid configuration. See docs/cli.md.",
     )
-    parser.add_argument("--version", action="version", version=f"rootguard {_version()}")
+    parser.add_argument("--version", action=_VersionAction)
     sub = parser.add_subparsers(metavar="COMMAND", parser_class=_Parser)
 
     p = sub.add_parser("roots", help="effective roots of FOLDERs: union, shadowed entries, worktrees",

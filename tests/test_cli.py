@@ -468,3 +468,25 @@ def test_a_bad_rootguard_roots_entry_is_refused_not_ignored(tmp_path):
     assert result.returncode == 2
     assert "ROOTGUARD_ROOTS entry 'relative/dir' is not an absolute path" in result.stderr
     assert "ignored" not in result.stderr
+
+
+def test_inventory_tells_apart_the_same_folder_of_two_checkouts(repo, tmp_path):
+    """worktrees = "include" adds packages/ui of the main checkout and of the linked worktree:
+    the report names them so they can be told apart (not "ui, ui")."""
+    root, hotfix = str(repo / "packages/checkout"), tmp_path / "shop-hotfix"
+    for checkout in (repo, hotfix):
+        (checkout / "packages/ui/widgets/package.json").parent.mkdir(parents=True)
+        (checkout / "packages/ui/widgets/package.json").write_text("{}\n")
+    out = rootguard("inventory", "--root", root, "--add", str(hotfix / "packages/ui")).stdout
+    line = next(x for x in out.splitlines() if "first-party packages now readable" in x)
+    names = line.split("now readable: ", 1)[1].split(", ")
+    assert sorted(names) == sorted(["shop/packages/ui", "shop/packages/ui/widgets",
+                                    "shop-hotfix/packages/ui", "shop-hotfix/packages/ui/widgets"]), line
+    # One folder added, no namesake: its own name is enough.
+    single = rootguard("inventory", "--root", root, "--add", str(repo / "packages/ui"),
+                       env={"ROOTGUARD_CONFIG": str(tmp_path / "ignore.toml")}, check=False)
+    assert single.returncode == 2  # a missing ROOTGUARD_CONFIG file is an error, not a fallback
+    (tmp_path / "ignore.toml").write_text('version = 2\n[workspace]\nworktrees = "ignore"\n')
+    out = rootguard("inventory", "--root", root, "--add", str(repo / "packages/ui"),
+                    env={"ROOTGUARD_CONFIG": str(tmp_path / "ignore.toml")}).stdout
+    assert "now readable: ui, ui/widgets" in out, out

@@ -816,10 +816,12 @@ def _plan_root(root: str, layout: _Layout, plan: _Plan, budget: list[int]) -> No
     for link in _scan_links(root, budget):
         _plan_link(link, layout, plan)
     _plan_package_modules(root, layout, plan, budget)
+    _plan_package_manifest(root, layout, plan)
     chain = _extends_chain(root, plan.diagnostics)
     for opened, real in chain:
         _plan_config_file(opened, real, layout, plan)
     _plan_types(chain, layout, plan, budget)
+    _plan_tsconfig_inputs(chain, root, plan)
 
 
 def _ancestors_below(path: str, top: str) -> Iterator[str]:
@@ -859,6 +861,60 @@ def _plan_package_modules(root: str, layout: _Layout, plan: _Plan, budget: list[
         reason = (f"node_modules of the package {relative_to(directory, layout.toplevel)} above the root: "
                   "Node resolves the root's imports from here")
         _add_modules(modules, reason, layout, plan, budget)
+
+
+def _plan_package_manifest(root: str, layout: _Layout, plan: _Plan) -> None:
+    """The ``package.json`` of the package a narrow root lies in (``packages/vite`` for
+    ``packages/vite/src/node``): Node and TypeScript read its ``type``, ``imports``
+    (``#dep``) and ``exports`` for every file below it, so it is suggested as one file."""
+    if os.path.lexists(os.path.join(root, "package.json")):
+        return
+    for directory in _ancestors_below(root, layout.toplevel):
+        manifest = os.path.join(directory, "package.json")
+        if not os.path.isfile(manifest):
+            continue
+        if plan.inside_union(manifest) or manifest in plan.files:
+            return
+        target = layout.container(manifest)
+        if target is not None:
+            where = relative_to(directory, layout.toplevel) or "the repository root"
+            plan.files[manifest] = MountSuggestion(
+                os.path.realpath(manifest), target, "ro",
+                f"package.json of the package {where} above the root: Node and TypeScript read its "
+                "type, imports and exports for the root's files (one file, not its directory)")
+        return
+
+
+_TSCONFIG_INPUTS = ("include", "files")
+
+
+def _plan_tsconfig_inputs(chain: list[tuple[str, str]], root: str, plan: _Plan) -> None:
+    """Source a tsconfig of the root asks for outside the union (``"include": ["../types"]``):
+    first-party, never suggested, but said, so a failing type-check in the sandbox is explained."""
+    for opened, real in chain:
+        if not plan.inside_union(opened):
+            continue  # a config above the root: its paths are relative to it, not the root's concern
+        data, text, _ = _load_json(real, comments=True)
+        if not isinstance(data, dict):
+            continue
+        base = os.path.dirname(opened)
+        entries = [(key, item) for key in _TSCONFIG_INPUTS if isinstance(data.get(key), list)
+                   for item in data[key] if isinstance(item, str) and item]
+        references = data.get("references")
+        if isinstance(references, list):
+            entries += [("references", ref["path"]) for ref in references
+                        if isinstance(ref, dict) and isinstance(ref.get("path"), str) and ref["path"]]
+        for key, item in entries:
+            literal = item.split("*", 1)[0]  # the directory a glob starts from
+            path = os.path.normpath(os.path.join(base, literal)) if literal else base
+            if plan.inside_union(path):
+                continue
+            plan.diagnostics.append(Diagnostic(
+                "warning", "tsconfig-input-outside-root",
+                f"{key} entry {item!r} reaches {path}, outside the union: first-party source left out "
+                "of the suggested mounts, so a type-check of this tsconfig in the sandbox fails; "
+                "add it as a root only if you mean to hand it over",
+                real, _locate(text, item)))
 
 
 def _type_package(name: str) -> tuple[str, ...]:

@@ -64,6 +64,7 @@ export QT_QPA_PLATFORM=xcb
 export ROOTGUARD_CONFIG=$WORK/config.toml
 export XDG_RUNTIME_DIR=$WORK/run
 export XDG_CONFIG_HOME=$WORK/config
+export XDG_STATE_HOME=$WORK/state
 mkdir -p -m 700 "$XDG_RUNTIME_DIR"
 SOCK=$WORK/tray.sock
 printf '# demo user configuration\nversion = 2\n' >"$ROOTGUARD_CONFIG"
@@ -90,7 +91,7 @@ WIDENED = {
                    "locked": False, "prunable": False}],
     "mounts": {"mounts": [], "roots_without_mount": [SHOP],
                "mounts_outside_union": [{"source": "/Users/dev/.cache/pnpm", "target": "/workspace/.pnpm"}]},
-    "widened": True,
+    "widened": True, "acknowledged": False, "inventory_pending": False,
     "widening": [{"folder": SHOP, "entry": f"{SHOP}/packages/checkout", "kind": "ancestor"}],
     "inventory": {"widens": True, "files_before": 340, "files_after": 61000, "ratio": 179.4,
                   "credentials": [{"path": f"{SHOP}/.env", "count": 4}, {"path": f"{SHOP}/infra/prod.tfvars", "count": 6}],
@@ -109,19 +110,23 @@ CLEAR = {
 }
 
 async def main():
-    editor = TrayClient("7f3a", "VS Code", [f"{SHOP}/packages/checkout"], socket=sock)
-    notes = TrayClient("c21d", "rootguard mcp", ["/Users/dev/notes"], socket=sock)
+    editor = TrayClient("7f3a", "Visual Studio Code", [f"{SHOP}/packages/checkout", SHOP], socket=sock)
+    notes = TrayClient("c21d", "Neovim", ["/Users/dev/notes"], socket=sock)
     for client, status in ((editor, WIDENED), (notes, CLEAR)):
         assert await client.start(), "no tray"
         await client.publish_status(status)
     while not os.path.exists(os.path.join(work, "ask")):
         await asyncio.sleep(0.1)
-    targets = [Target(f"{SHOP}/.env", ".env", SHOP, "write"),
-               Target(f"{SHOP}/infra/prod.tfvars", "infra/prod.tfvars", SHOP, "write"),
-               Target(f"{SHOP}/packages/checkout/src/pay.ts", "packages/checkout/src/pay.ts", SHOP, "write")]
-    asks = [editor.request_access("apply_patch", "write", targets, rule="protect-secrets",
-                                  reason="2 targets match excludes of rule protect-secrets (.env*, *.tfvars)",
-                                  timeout=600) for _ in range(2)]
+    from lsp_bridge.approvals.preview import write_preview
+    config = f"{SHOP}/.rootguard.toml"
+    before = ('version = 2\n# Team rules: keep the agent in its package.\n[[paths]]\nid = "pnpm-store"\n'
+              'path = "node_modules/.pnpm"\npolicies = { read = "allow", write = "deny" }\n')
+    after = before + '\n# convenience\n[[paths]]\nid = "everything"\npath = "/"\npolicies = { read = "allow", write = "allow" }\n'
+    preview = write_preview(config, before, after, config=True)
+    targets = [Target(config, ".rootguard.toml", SHOP, "write")]
+    asks = [editor.request_access("write_file", "write", targets, rule=None,
+                                  reason=f"{config} is an active Root Guard configuration file; changing it needs approval",
+                                  timeout=600, preview=preview) for _ in range(2)]
     await asyncio.gather(*asks)
 
 asyncio.run(main())

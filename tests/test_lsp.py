@@ -67,7 +67,22 @@ class Session:
     def __init__(self, client: LanguageClient):
         self.client = client
         self.statuses: list[dict] = []
+        self.requests: list = []  # window/showMessageRequest params, in order
+        self.answer = lambda params: None  # what the "person" clicks (None: dismissed)
         client.feature("rootguard/status")(lambda params: self.statuses.append(as_data(params)))
+        client.feature(types.WINDOW_SHOW_MESSAGE_REQUEST)(lambda params: self._on_request(params))
+
+    def _on_request(self, params):
+        self.requests.append(params)
+        return self.answer(params)
+
+    def warnings(self) -> list[str]:
+        """Warning lines the person saw: showMessage, or showMessageRequest with actions."""
+        shown = [m.message for m in self.client.messages if m.type == types.MessageType.Warning]
+        return shown + [r.message for r in self.requests if r.type == types.MessageType.Warning]
+
+    def log_text(self) -> str:
+        return "\n".join(m.message for m in self.client.log_messages)
 
     async def start(self, folders, **caps) -> None:
         await self.client.initialize_session(
@@ -146,14 +161,15 @@ async def test_widening_warning_prices_the_new_root(client, monorepo):
     assert any(monorepo.deploy_role in r["roles"] for r in inventory["ci_roles"])
     assert done["summary"].startswith("⚠ union ×")
 
-    message = await wait_for(
-        lambda: next((m for m in client.client.messages if m.type == types.MessageType.Warning), None),
-        what="widening warning",
-    )
-    assert monorepo.repo in message.message and monorepo.narrow in message.message
-    assert "(4)" in message.message  # the .env credential count
+    line = (await wait_for(client.warnings, what="widening warning"))[0]
+    assert "\n" not in line  # one line a person reads whole, in any client
+    assert line.startswith("Root Guard: adding shop") and "widened the agent's boundary ×" in line
+    assert "secrets files" in line and f".git with {monorepo.commits} commits" in line
+    report = client.log_text()  # the full report goes to the log
+    assert monorepo.repo in report and monorepo.narrow in report
+    assert "(4)" in report  # the .env credential count
     for secret in monorepo.fake_secrets:
-        assert secret not in message.message
+        assert secret not in report and secret not in line
         assert secret not in str(done)
 
 
@@ -167,15 +183,16 @@ async def test_disjoint_folder_is_a_smaller_widening_and_narrowing_is_quiet(clie
     mark = client.change_folders(added=[other])
     status = await client.next_status(mark, lambda s: s["widened"])
     assert status["widening"][0]["kind"] == "disjoint"
-    message = await wait_for(lambda: client.client.messages and client.client.messages[-1])
-    assert "disjoint" in message.message
+    line = (await wait_for(client.warnings, what="widening warning"))[0]
+    assert line.startswith("Root Guard: adding notes widened")
+    assert "disjoint" in client.log_text()
 
-    warnings_so_far = len(client.client.messages)
+    warnings_so_far = len(client.warnings())
     mark = client.change_folders(removed=[other])
     narrowed = await client.next_status(mark, lambda s: str(other) not in s["union"], "narrowed status")
     assert narrowed["widened"] is False
     await asyncio.sleep(0.3)
-    assert len(client.client.messages) == warnings_so_far  # no warning on narrowing
+    assert len(client.warnings()) == warnings_so_far  # no warning on narrowing
 
 
 async def test_git_worktree_add_while_running_updates_the_status(client, tmp_path):
@@ -275,13 +292,8 @@ async def access(client, path, op="read"):
 )
 async def test_no_tray_asks_in_the_editor(client, tmp_path, answer, expected):
     repo = request_repo(tmp_path)
-    prompts = []
-
-    def on_request(params):
-        prompts.append(params)
-        return types.MessageActionItem(title=answer) if answer else None
-
-    client.client.feature(types.WINDOW_SHOW_MESSAGE_REQUEST)(on_request)
+    prompts = client.requests
+    client.answer = lambda params: types.MessageActionItem(title=answer) if answer else None
     await client.start([repo])
     await client.next_status(0)
     result = await access(client, repo / "docs/a.md")
@@ -297,10 +309,8 @@ async def test_no_tray_asks_in_the_editor(client, tmp_path, answer, expected):
 async def test_allow_for_this_session_lasts_until_the_folders_change(client, tmp_path):
     repo = request_repo(tmp_path)
     other = make_repo(tmp_path / "other")
-    prompts = []
-    client.client.feature(types.WINDOW_SHOW_MESSAGE_REQUEST)(
-        lambda params: prompts.append(params) or types.MessageActionItem(title="Allow for this session")
-    )
+    prompts = client.requests
+    client.answer = lambda params: types.MessageActionItem(title="Allow for this session")
     await client.start([repo])
     await client.next_status(0)
     assert (await access(client, repo / "docs/a.md"))["decision"] == "allow"
@@ -309,7 +319,8 @@ async def test_allow_for_this_session_lasts_until_the_folders_change(client, tmp
     mark = client.change_folders(added=[other])
     await client.next_status(mark, lambda s: str(other) in s["roots"], "status with the new folder")
     assert (await access(client, repo / "docs/a.md"))["decision"] == "allow"
-    assert len(prompts) == 2  # the grant was dropped with the workspace change
+    access_prompts = [r for r in prompts if "read_file" in r.message]
+    assert len(access_prompts) == 2  # the grant was dropped with the workspace change
 
 
 async def test_no_tray_and_no_prompt_support_denies_saying_why(client, tmp_path):
@@ -427,8 +438,7 @@ def tray_socket(tmp_path, monkeypatch):
 
 async def test_a_running_tray_answers_instead_of_the_editor(tray_socket, client, tmp_path):
     repo = request_repo(tmp_path)
-    prompts = []
-    client.client.feature(types.WINDOW_SHOW_MESSAGE_REQUEST)(lambda params: prompts.append(params))
+    prompts = client.requests
     await client.start([repo])
     await client.next_status(0, lambda s: s["approver"] == "tray", "the tray connection")
     result = await access(client, repo / "docs/a.md")
@@ -459,6 +469,96 @@ async def test_a_user_config_created_later_is_picked_up(client, tmp_path, isolat
             break
         await asyncio.sleep(0.1)
     assert (await decision())["decision"] == "deny"
+
+
+# --- widening relative to what the person accepted (issue 14) ------------------------
+
+
+class Window:
+    """One editor window: its own server process, started and stopped by the test."""
+
+    def __init__(self):
+        from pytest_lsp import make_test_lsp_client
+
+        self.raw = make_test_lsp_client()
+        self.session = Session(self.raw)
+
+    async def __aenter__(self) -> Session:
+        await self.raw.start_io(*SERVER)
+        return self.session
+
+    async def __aexit__(self, *exc) -> None:
+        await self.raw.shutdown_session()
+        await self.raw.stop()
+
+
+async def settled(session: Session, what: str = "settled status") -> dict:
+    """The status once the widening (if any) has been measured."""
+    return await session.next_status(0, lambda s: not s["inventory_pending"] and s["mounts"] is not None, what)
+
+
+async def test_a_window_started_wide_warns_like_a_live_change(monorepo):
+    """VS Code's reload into an untitled workspace after Add Folder: a fresh server with both folders."""
+    async with Window() as narrow_window:
+        await narrow_window.start([monorepo.narrow])
+        await settled(narrow_window)
+        assert narrow_window.warnings() == []  # a folder opened alone is what the person chose
+    async with Window() as wide:
+        await wide.start([monorepo.narrow, monorepo.repo])
+        status = await wide.next_status(0, lambda s: s["inventory"], "measured status")
+        assert status["widened"] is True and status["acknowledged"] is False
+        assert status["widening"][0]["folder"] == monorepo.repo
+        assert monorepo.narrow in status["widening"][0]["contains"]
+        assert status["summary"].startswith("⚠ union ×")
+        line = (await wait_for(wide.warnings, what="start-up widening warning"))[0]
+        assert line.startswith("Root Guard: opening shop") and "widened the agent's boundary ×" in line
+        assert "\n" not in line
+        request = wide.requests[0]
+        assert [a.title for a in request.actions] == ["Show report", "Acknowledge"]
+        assert monorepo.repo in wide.log_text()
+
+
+async def test_an_acknowledged_union_started_again_is_quiet_and_a_narrower_one_too(monorepo):
+    async with Window() as first:
+        first.answer = lambda params: (
+            types.MessageActionItem(title="Acknowledge") if params.actions[-1].title == "Acknowledge" else None
+        )
+        await first.start([monorepo.narrow, monorepo.repo])
+        acked = await first.next_status(0, lambda s: s["acknowledged"] and s["union"], "acknowledged status")
+        assert monorepo.repo in acked["reference"]
+        assert not acked["summary"].startswith("⚠ union")
+        # A folder inside another folder stays visible, acknowledged or not.
+        assert acked["widened"] is True and acked["widening"][0]["contains"] == [monorepo.narrow]
+    async with Window() as again:
+        await again.start([monorepo.narrow, monorepo.repo])
+        status = await settled(again)
+        await asyncio.sleep(0.5)
+        assert status["acknowledged"] is True
+        assert again.warnings() == []
+    async with Window() as narrower:
+        await narrower.start([monorepo.narrow])
+        status = await settled(narrower)
+        await asyncio.sleep(0.5)
+        assert status["widened"] is False
+        assert narrower.warnings() == []
+
+
+async def test_several_new_folders_at_start_warn_and_the_command_acknowledges(tmp_path):
+    a, b = make_repo(tmp_path / "alpha"), make_repo(tmp_path / "beta")
+    async with Window() as window:
+        await window.start([a, b], show_message=False)  # a client without showMessageRequest
+        line = (await wait_for(window.warnings, what="warning"))[0]
+        assert line.startswith("Root Guard: opening alpha and beta widened")
+        assert window.requests == []
+        mark = len(window.statuses)
+        result = await window.client.workspace_execute_command_async(
+            types.ExecuteCommandParams(command="rootguard.acknowledge", arguments=[])
+        )
+        assert as_data(result)["acknowledged"] is True
+        status = await window.next_status(mark, lambda s: s["acknowledged"], "acknowledged status")
+        assert status["widened"] is False and status["summary"] == "2 roots"
+        report = as_data(await window.client.protocol.send_request_async("rootguard/explain", {}))
+        assert report["acknowledged"] is True
 
 
 async def test_status_warns_about_an_mcp_server_that_runs_unconfined(client, tmp_path):

@@ -16,19 +16,42 @@ NVIM = shutil.which("nvim")
 SCRIPT = Path(__file__).parent / "nvim" / "widening.lua"
 
 
-@pytest.mark.skipif(NVIM is None, reason="Neovim is not installed (scripts/bootstrap.sh --test installs Debian's neovim)")
-def test_neovim_add_workspace_folder_shows_the_widening_warning(tmp_path):
-    demo = build_monorepo(str(tmp_path / "demo"), packages=6, files_per_package=10, commits=3, worktree=False)
-    out = tmp_path / "nvim.log"
+def run_neovim(tmp_path: Path, demo, *, start_both: bool) -> list[str]:
+    out = tmp_path / f"nvim-{int(start_both)}.log"
     out.write_text("")
-    env = dict(os.environ, RG_OUT=str(out), RG_NARROW=demo.narrow, RG_REPO=demo.repo, RG_PYTHON=sys.executable)
+    env = dict(
+        os.environ, RG_OUT=str(out), RG_NARROW=demo.narrow, RG_REPO=demo.repo, RG_PYTHON=sys.executable,
+        RG_START_BOTH="1" if start_both else "0",
+    )
     subprocess.run(
         [NVIM, "--headless", "--clean", "-n", "-u", "NONE", "-c", f"luafile {SCRIPT}"],
         env=env, timeout=120, check=True, capture_output=True, cwd=tmp_path,
     )
-    lines = out.read_text().splitlines()
+    return out.read_text().splitlines()
+
+
+def visible_warning(lines: list[str]) -> str:
+    """The first line Neovim put on screen for the warning."""
+    return next(line[len("VISIBLE "):] for line in lines if line.startswith("VISIBLE ") and "Root Guard" in line)
+
+
+@pytest.mark.skipif(NVIM is None, reason="Neovim is not installed (scripts/bootstrap.sh --test installs Debian's neovim)")
+def test_neovim_add_workspace_folder_shows_the_widening_warning(tmp_path):
+    demo = build_monorepo(str(tmp_path / "demo"), packages=6, files_per_package=10, commits=3, worktree=False)
+    lines = run_neovim(tmp_path, demo, start_both=False)
     assert "INITIALIZED true" in lines
     assert any(line.startswith("STATUS widened=true") for line in lines), lines
-    warning = next(line for line in lines if line.startswith("MESSAGE 2 "))  # 2 = Warning
-    assert demo.repo in warning and demo.narrow in warning
-    assert "(4)" in warning  # the four credentials of the repository's .env
+    line = visible_warning(lines)
+    assert line.startswith("Root Guard: adding shop widened the agent's boundary ×"), line
+    assert "secrets file" in line and ".git with 3 commits" in line
+    # Neovim 0.7 supports window/showMessageRequest: the actions are offered under the line.
+    assert "VISIBLE 1. Show report" in lines and "VISIBLE 2. Acknowledge" in lines
+    shown = [x for x in lines if x.startswith("VISIBLE ")]
+    assert shown.index("VISIBLE " + line) < shown.index("VISIBLE 1. Show report")
+
+
+@pytest.mark.skipif(NVIM is None, reason="Neovim is not installed (scripts/bootstrap.sh --test installs Debian's neovim)")
+def test_neovim_started_with_both_folders_is_warned_too(tmp_path):
+    demo = build_monorepo(str(tmp_path / "demo"), packages=6, files_per_package=10, commits=3, worktree=False)
+    line = visible_warning(run_neovim(tmp_path, demo, start_both=True))
+    assert line.startswith("Root Guard: opening shop widened the agent's boundary ×"), line

@@ -176,7 +176,7 @@ def test_describe_shows_what_a_window_exposes():
     assert "credentials: /shop/.env (4)" in widening
     assert any("53 commits, 1 deleted sensitive" in line for line in widening)
     assert sections["Warnings"] == ("warning: /shop widened the union",)
-    assert reg.get(1).label == "rootguard-lsp — checkout"
+    assert reg.get(1).label == "rootguard-lsp — checkout, shop"
 
 
 def test_a_hostile_status_is_shown_defensively_not_trusted():

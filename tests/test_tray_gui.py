@@ -93,9 +93,9 @@ def make_tray(qtbot, user_config):
     made = []
     sock_dir = tempfile.mkdtemp(prefix="rg-")
 
-    def make(timeout=30.0, key_guard_ms=0, tray_available=False, clock=None):
+    def make(timeout=30.0, key_guard_ms=0, tray_available=False, clock=None, history=None):
         queue = ApprovalQueue(timeout, clock=clock) if clock else ApprovalQueue(timeout)
-        broker = Broker(os.path.join(sock_dir, f"t{len(made)}.sock"), queue=queue)
+        broker = Broker(os.path.join(sock_dir, f"t{len(made)}.sock"), queue=queue, history=history)
         broker.start()
         app = TrayApp(broker, user_config=str(user_config), key_guard_ms=key_guard_ms, tray_available=tray_available)
         app.window.quit_on_close = None  # closing test windows must not quit the test run
@@ -314,7 +314,7 @@ def test_the_session_list_shows_each_window_and_what_it_exposes(qtbot, make_tray
     lsp.send(protocol.status(WIDENED))
     items = app.window.session_list
     qtbot.waitUntil(lambda: items.count() == 2 and items.item(0).data(Qt.UserRole + 1))
-    assert items.item(0).text() == "rootguard-lsp — checkout\n⚠ union ×180: +60,660 files"
+    assert items.item(0).text() == "rootguard-lsp — checkout, shop\n⚠ union ×180: +60,660 files"
     assert not items.item(0).icon().isNull()  # the widened mark
     assert items.item(1).text() == "rootguard-mcp — api\n1 root"
     assert items.item(1).icon().isNull()
@@ -327,7 +327,7 @@ def test_the_session_list_shows_each_window_and_what_it_exposes(qtbot, make_tray
     qtbot.waitUntil(lambda: items.item(0).icon().isNull())
     app.build_menu()
     titles = [a.text() for a in app.menu.actions()]
-    assert "rootguard-lsp — checkout — ⚠ union ×180: +60,660 files" in titles
+    assert "rootguard-lsp — checkout, shop — ⚠ union ×180: +60,660 files" in titles
     assert "rootguard-mcp — api — 1 root" in titles
     mcp.socket.disconnectFromServer()
     qtbot.waitUntil(lambda: items.count() == 1)
@@ -338,7 +338,7 @@ def test_a_widening_is_announced(qtbot, make_tray):
     client = connect(qtbot, app)
     client.send(protocol.status(WIDENED))
     qtbot.waitUntil(lambda: "union widened" in app.window.statusBar().currentMessage())
-    assert "rootguard-lsp — checkout: ⚠ union ×180" in app.window.statusBar().currentMessage()
+    assert "rootguard-lsp — checkout, shop: ⚠ union ×180" in app.window.statusBar().currentMessage()
 
 
 def test_without_a_system_tray_the_window_shows_and_says_why(qtbot, make_tray):
@@ -370,6 +370,95 @@ def test_icon_state_machine(qtbot, make_tray):
     assert shows("clear")
     client.socket.disconnectFromServer()
     qtbot.waitUntil(lambda: shows("disconnected"))
+
+
+# ---------------------------------------------------------------------------
+# Issue 14: the numbers arrive, who is who, what a write changes, memory
+
+
+MEASURING = dict(WIDENED, summary="⚠ union widened (1 root); measuring…", inventory=None, inventory_pending=True,
+                 acknowledged=False)
+MEASURED = dict(WIDENED, summary="⚠ union ×6.2: +3,509 files, 3 secrets files, .git (43 commits)",
+                inventory={"files_before": 680, "files_after": 4189, "ratio": 6.2,
+                           "credentials": [{"path": "/shop/.env", "count": 4}], "git": []},
+                inventory_pending=False, acknowledged=False)
+
+
+def test_the_notification_and_last_widening_update_when_the_inventory_arrives(qtbot, make_tray):
+    app = make_tray()
+    client = connect(qtbot, app)
+    client.send(protocol.status(MEASURING))
+    bar = app.window.statusBar()
+    qtbot.waitUntil(lambda: "measuring" in bar.currentMessage())
+    app.window.session_list.setCurrentRow(0)
+    assert "inventory in progress" in app.window.details.toPlainText()
+    client.send(protocol.status(MEASURED))
+    qtbot.waitUntil(lambda: "×6.2: +3,509 files" in bar.currentMessage())
+    details = app.window.details.toPlainText()
+    assert "files: 680 → 4,189 (×6.2)" in details and "inventory in progress" not in details
+
+
+def test_each_session_names_its_editor_and_its_workspace(qtbot, make_tray):
+    app = make_tray()
+    vscode = connect(qtbot, app, session="a", client="Visual Studio Code", folders=("/shop/packages/checkout", "/shop"))
+    nvim = connect(qtbot, app, session="b", client="Neovim", folders=("/shop/packages/checkout",))
+    items = app.window.session_list
+    qtbot.waitUntil(lambda: items.count() == 2)
+    labels = sorted(items.item(i).text().split("\n")[0] for i in range(2))
+    assert labels == ["Neovim — checkout", "Visual Studio Code — checkout, shop"]
+    assert vscode.socket.state() == nvim.socket.state() == QLocalSocket.ConnectedState
+
+
+def test_a_write_prompt_shows_the_change_and_a_config_change_in_words(qtbot, make_tray):
+    from lsp_bridge.approvals.preview import write_preview
+
+    app = make_tray()
+    client = connect(qtbot, app)
+    before = 'version = 2\n# the team\'s rules\n'
+    after = before + '[[paths]]\nid = "all"\npath = "/"\npolicies = { read = "allow", write = "allow" }\n'
+    preview = write_preview("/shop/.rootguard.toml", before, after, config=True)
+    client.send(protocol.request(AccessRequest(
+        id="w1", tool="write_file", operation="write",
+        targets=(Target("/shop/.rootguard.toml", ".rootguard.toml", "/shop", "write"),), rule=None,
+        reason="/shop/.rootguard.toml is an active Root Guard configuration file; changing it needs approval",
+        deadline=time.time() + 600, preview=preview,
+    )))
+    qtbot.waitUntil(lambda: app.prompt.isVisible())
+    shown = app.prompt.preview.toPlainText()
+    assert 'adds rule all — path "/": read allow, write allow (the whole disk or home directory)' in shown
+    assert '+path = "/"' in shown and "--- a/.rootguard.toml" in shown
+    assert app.prompt.rule.text().startswith("none — protected target: /shop/.rootguard.toml is an active")
+    assert app.prompt.height() <= 800
+
+
+def test_decisions_missed_requests_and_acknowledgements_survive_a_restart(qtbot, make_tray, tmp_path):
+    from tray.history import History
+
+    clock = HandClock()
+    store = tmp_path / "state" / "tray-history.jsonl"
+    app = make_tray(clock=clock, timeout=5.0, history=History(str(store)))
+    client = connect(qtbot, app)
+    client.send(protocol.status(MEASURED))
+    client.ask("r1")
+    qtbot.waitUntil(lambda: app.prompt.pending is not None)
+    app.answer(app.prompt.pending, "deny")
+    client.ask("r2", paths=("/shop/.env.local",))
+    qtbot.waitUntil(lambda: any(p.request.id == "r2" for p in app.broker.queue.pending))
+    clock.now += 6
+    app.broker.check_expiry()
+    qtbot.waitUntil(lambda: client.answer("r2") == "timeout")
+    app.window.session_list.setCurrentRow(0)
+    app.window.acknowledge.click()
+    qtbot.waitUntil(lambda: any(f["type"] == "acknowledge" for f in client.frames))
+    app.broker.stop()
+
+    again = make_tray(history=History(str(store)))
+    recent = [again.window.recent.topLevelItem(i) for i in range(again.window.recent.topLevelItemCount())]
+    answers = [item.text(5) for item in recent]
+    assert answers == ["widening acknowledged", "timed out (denied)", "denied"]
+    assert recent[0].text(1) == "rootguard-lsp — checkout, shop"
+    missed = again.window.missed
+    assert missed.topLevelItemCount() == 1 and missed.topLevelItem(0).text(4) == "/shop/.env.local"
 
 
 def test_a_long_run_of_prompts_keeps_working(qtbot, make_tray):

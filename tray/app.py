@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 
-from PySide6.QtCore import QObject, QTimer
+from PySide6.QtCore import QObject, Qt, QTimer
 from PySide6.QtGui import QFont
 from PySide6.QtWidgets import QMenu, QSystemTrayIcon
 
@@ -25,6 +25,8 @@ NO_TRAY = (
 )
 MENU_LINES = 8  # lines per section in a session's submenu
 RECENT_IN_MENU = 10
+MENU_TEXT_PX = 560  # menu entries are elided to this width: a menu fits a 1280×800 screen
+
 
 class TrayApp(QObject):
     """Owns the tray icon, the main window and the prompt; answers through the broker."""
@@ -156,7 +158,8 @@ class TrayApp(QObject):
         menu.addSeparator()
         recent = menu.addMenu("Recent decisions")
         for r in list(queue.recent)[:RECENT_IN_MENU]:
-            recent.addAction(f"{clock_text(r.when)}  {ANSWER_TEXT.get(r.answer, r.answer)}: {r.operation} {paths_text(r.paths)}")
+            text = f"{clock_text(r.when)}  {ANSWER_TEXT.get(r.answer, r.answer)}: {r.operation} {paths_text(r.paths)}"
+            _add(recent, text)
         if not queue.recent:
             recent.addAction("none yet").setEnabled(False)
         missed = menu.addAction(f"Missed requests ({len(queue.missed)})…")
@@ -166,7 +169,8 @@ class TrayApp(QObject):
         menu.addAction("Quit").triggered.connect(self.quit)
 
     def _session_menu(self, menu: QMenu, info) -> None:
-        sub = menu.addMenu(f"{info.label} — {info.summary}")
+        sub = menu.addMenu(_elided(menu, f"{info.label} — {info.summary}", Qt.TextElideMode.ElideRight))
+        sub.setToolTipsVisible(True)
         if info.widened:
             sub.setIcon(self.icons["widened"])
         for section in describe(info):
@@ -174,7 +178,7 @@ class TrayApp(QObject):
                 continue
             _bold(sub.addAction(section.title)).setEnabled(False)
             for line in section.lines[:MENU_LINES]:
-                sub.addAction("    " + line).triggered.connect(lambda _=False, c=info.conn: self.window.show_session(c))
+                _add(sub, "    " + line).triggered.connect(lambda _=False, c=info.conn: self.window.show_session(c))
             if len(section.lines) > MENU_LINES:
                 sub.addAction(f"    … {len(section.lines) - MENU_LINES} more").triggered.connect(
                     lambda _=False, c=info.conn: self.window.show_session(c)
@@ -185,7 +189,8 @@ class TrayApp(QObject):
         sub.addAction("Show details…").triggered.connect(lambda _=False, c=info.conn: self.window.show_session(c))
 
     def _acknowledge(self, conn: int) -> None:
-        self.broker.registry.acknowledge(conn)
+        """Acknowledged here: the session records the union, the tray remembers it."""
+        self.broker.acknowledge(conn)
         self.refresh()
 
     def quit(self) -> None:
@@ -198,6 +203,19 @@ class TrayApp(QObject):
         self.broker.stop("the tray quit")
         self.prompt.show_pending(None)
         QApplication.quit()
+
+
+def _elided(widget, text: str, mode=Qt.TextElideMode.ElideMiddle) -> str:
+    """``text`` cut to fit ``MENU_TEXT_PX`` (in the middle by default: paths keep their start and end)."""
+    return widget.fontMetrics().elidedText(text, mode, MENU_TEXT_PX)
+
+
+def _add(menu: QMenu, text: str):
+    """A menu entry elided to the menu width; the whole text in its tooltip."""
+    action = menu.addAction(_elided(menu, text))
+    if action.text() != text:
+        action.setToolTip(text.strip())
+    return action
 
 
 def _bold(action):

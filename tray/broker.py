@@ -21,7 +21,7 @@ from PySide6.QtNetwork import QLocalServer, QLocalSocket
 
 from lsp_bridge.approvals import protocol
 from lsp_bridge.approvals.protocol import ProtocolError
-from lsp_bridge.approvals.queue import Answer, ApprovalQueue, Pending, QueueError, Requester
+from lsp_bridge.approvals.queue import Answer, ApprovalQueue, DecisionRecord, Pending, QueueError, Requester
 from lsp_bridge.approvals.runtime import ensure_private_dir, lock_path, peer_uid
 from tray.hooks import Hook
 from tray.sessions import SessionRegistry
@@ -109,6 +109,7 @@ class Broker(QObject):
         queue: ApprovalQueue | None = None,
         registry: SessionRegistry | None = None,
         auto_answer: str | None = None,
+        history=None,
         parent: QObject | None = None,
     ):
         super().__init__(parent)
@@ -121,6 +122,10 @@ class Broker(QObject):
         self.queue = queue or ApprovalQueue()
         self.registry = registry or SessionRegistry()
         self.auto_answer = auto_answer
+        self.history = history  # tray.history.History: what survives a restart
+        if history is not None:
+            history.load_into(self.queue)
+            self.queue.on_record = history.append
         self._server = QLocalServer(self)
         self._server.newConnection.connect(self._accept)
         self._conns: dict[int, Connection] = {}
@@ -167,6 +172,28 @@ class Broker(QObject):
     def answer(self, pending: Pending, answer: str, rules: tuple[str, ...] = ()) -> None:
         self._send_answers(self.queue.answer(pending, answer, rules))
         self._changed_queue()
+
+    def acknowledge(self, conn_id: int) -> bool:
+        """Tell the session the person acknowledged its widening (it records the union)."""
+        conn = self._conns.get(conn_id)
+        info = self.registry.get(conn_id)
+        self.registry.acknowledge(conn_id)
+        if info is not None:
+            union = tuple(p for p in (info.status or {}).get("union", []) if isinstance(p, str))
+            self.queue.note(DecisionRecord(self.queue.wall(), info.label, "—", "widening", union, "acknowledged", 1,
+                                           "acknowledged in the tray"))
+        if conn is None or conn.hello is None:
+            self.queueChanged.emit()
+            return False
+        self._send(conn, protocol.acknowledge())
+        self.sessionsChanged.emit()
+        self.queueChanged.emit()
+        return True
+
+    def dismiss_missed(self, record) -> None:
+        self.queue.dismiss_missed(record)
+        if self.history is not None:
+            self.history.dismissed(record)
 
     def pause(self, pending: Pending) -> None:
         self.queue.pause(pending)
@@ -263,7 +290,7 @@ class Broker(QObject):
             assert info is not None  # update_status registered it
             self.queue.set_folders(conn.id, info.roots)
         self.sessionsChanged.emit()
-        if change.widened_now:
+        if change.widened_now or change.measured:
             self.widened.emit(conn.id)
 
     def _on_request(self, conn: Connection, request: protocol.AccessRequest) -> None:

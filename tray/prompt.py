@@ -1,9 +1,12 @@
 """The approval prompt: one window showing the head of the queue.
 
-Deny is the default button and Esc (or closing the window) denies. For
-``key_guard_ms`` after a new prompt appears, keystrokes are swallowed and the
-buttons are disabled, so typing into another window cannot answer it. Any
-click, scroll or key press on the prompt pauses its countdown.
+Deny is the default button and Esc (or closing the window) denies. The prompt
+appears without taking the keyboard focus, and for ``key_guard_ms`` after it
+appears *and after every keystroke it swallows* the buttons are disabled and
+keystrokes are dropped, so someone still typing (the Enter that sent the agent
+its instruction, a held key) cannot answer it. Any click, scroll or key press on
+the prompt pauses its countdown. A write shows what it would change: the rule
+changes in words for a configuration file, then a unified diff.
 """
 
 from __future__ import annotations
@@ -11,6 +14,7 @@ from __future__ import annotations
 import time
 
 from PySide6.QtCore import QEvent, QObject, Qt, QTimer
+from PySide6.QtGui import QFontDatabase
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QDialog,
@@ -18,6 +22,7 @@ from PySide6.QtWidgets import (
     QHBoxLayout,
     QHeaderView,
     QLabel,
+    QPlainTextEdit,
     QPushButton,
     QTreeWidget,
     QTreeWidgetItem,
@@ -32,6 +37,7 @@ from . import qtcompat  # noqa: F401  (first: guards PySide6 6.12 on Python 3.11
 
 DEFAULT_KEY_GUARD_MS = 600
 PROMPT_WIDTH = 820
+PREVIEW_HEIGHT = 260  # the diff scrolls inside this; the prompt fits a 1280×800 screen
 ANSWER_BUTTONS = (
     ("deny", "&Deny"),
     ("allow_once", "Allow &once"),
@@ -51,6 +57,7 @@ class ApprovalPrompt(QDialog):
         self.interacted = Hook()  # (pending): pause its countdown
         self.setWindowTitle("Root Guard — may the agent do this?")
         self.setModal(False)
+        self.setAttribute(Qt.WidgetAttribute.WA_ShowWithoutActivating)  # typing elsewhere stays elsewhere
         self.key_guard_ms = key_guard_ms
         self.clock = clock
         self.pending: Pending | None = None
@@ -92,12 +99,19 @@ class ApprovalPrompt(QDialog):
         self.targets.setSelectionMode(QAbstractItemView.SelectionMode.NoSelection)
         self.targets.header().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
         self.targets.header().setStretchLastSection(False)
+        self.preview = QPlainTextEdit()
+        self.preview.setReadOnly(True)
+        self.preview.setLineWrapMode(QPlainTextEdit.LineWrapMode.NoWrap)
+        self.preview.setFont(QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont))
+        self.preview.setMaximumHeight(PREVIEW_HEIGHT)
+        self.preview_label = QLabel("Change:")
         form = QFormLayout()
         form.addRow("Who asks:", self.who)
         form.addRow("Tool:", self.tool)
         form.addRow("Operation:", self.operation)
         form.addRow("", self.counter)
         form.addRow("Targets:", self.targets)
+        form.addRow(self.preview_label, self.preview)
         form.addRow("Rule:", self.rule)
         form.addRow("Reason:", self.reason)
 
@@ -181,7 +195,11 @@ class ApprovalPrompt(QDialog):
         rows = min(max(len(req.targets), 2), 8)
         row_height = self.targets.sizeHintForRow(0) or self.fontMetrics().height() + 4
         self.targets.setFixedHeight(self.targets.header().sizeHint().height() + rows * row_height + 6)
-        self.rule.setText(req.rule or "(no rule: outside the baseline)")
+        self.rule.setText(rule_line(req.rule, req.reason))
+        has_preview = bool(req.preview)
+        self.preview.setPlainText(req.preview or "")
+        self.preview.setVisible(has_preview)
+        self.preview_label.setVisible(has_preview)
         self.reason.setText(req.reason or "(none given)")
         self.buttons["always"].setToolTip(
             "Writes a [[paths]] rule to your user configuration file"
@@ -219,14 +237,18 @@ class ApprovalPrompt(QDialog):
     def eventFilter(self, watched: QObject, event: QEvent) -> bool:
         kind = event.type()
         if self.guarded and kind in _GUARDED:
+            if kind == QEvent.Type.KeyPress:
+                self._guard_timer.start(max(0, self.key_guard_ms))  # still typing: wait for a pause
             return True
+        if kind in (QEvent.Type.KeyPress, QEvent.Type.ShortcutOverride) and getattr(event, "isAutoRepeat", lambda: False)():
+            return True  # a key held since before the prompt never answers it
         if kind in _INTERACTION and self.pending is not None and not self.pending.countdown.paused:
             self.interacted.emit(self.pending)
             self._show_countdown()
         return False
 
     def keyPressEvent(self, event) -> None:
-        if self.guarded:
+        if self.guarded or event.isAutoRepeat():
             return
         if event.key() == Qt.Key.Key_Escape:
             self._answer("deny")
@@ -256,3 +278,17 @@ class ApprovalPrompt(QDialog):
         if answer == "always" and not self.pending.can_always:
             return
         self.answered.emit(self.pending, answer)
+
+
+def rule_line(rule: str | None, reason: str) -> str:
+    """The prompt's rule line: the winning rule, or why no rule applies (a protected target, the baseline)."""
+    if rule:
+        return rule
+    text = reason or ""
+    if "configuration file" in text or "protected" in text:
+        return "none — protected target: " + text.split(";")[0]
+    if "inside the host baseline" in text:
+        return "none — inside the folders (the baseline)"
+    if "outside every root" in text:
+        return "none — outside the folders (the baseline)"
+    return "none"

@@ -33,12 +33,12 @@ class SessionInfo:
 
     @property
     def window(self) -> str:
-        """What the user recognises: the first folder's name."""
-        folders = self.roots
-        return os.path.basename(folders[0].rstrip("/")) or folders[0] if folders else ""
+        """What the user recognises: the workspace's folder names."""
+        return ", ".join(os.path.basename(f.rstrip("/")) or f for f in self.roots)
 
     @property
     def label(self) -> str:
+        """Which editor, which workspace: "Neovim — checkout" vs "Visual Studio Code — checkout, shop"."""
         return f"{self.client} — {self.window}" if self.window else self.client
 
     @property
@@ -59,6 +59,7 @@ class SessionInfo:
 class StatusChange:
     widened_now: bool  # notify the user
     folders_changed: bool
+    measured: bool = False  # the widening's inventory just arrived: update the notification
 
 
 class SessionRegistry:
@@ -83,13 +84,20 @@ class SessionRegistry:
         before_roots = set(info.roots)
         before_union = _strings(info.status.get("union")) if info.status else None
         info.status = payload
-        widened_now = False
-        if payload.get("widened") is True and _strings(payload.get("union")) != before_union:
+        widened_now = measured = False
+        unacknowledged = payload.get("widened") is True and payload.get("acknowledged") is not True
+        if unacknowledged and (_strings(payload.get("union")) != before_union or not info.widened):
             info.widened = True
             info.last_widening = payload
             info.widened_at = self.wall()
             widened_now = True
-        return StatusChange(widened_now, set(info.roots) != before_roots)
+        elif unacknowledged and info.last_widening is not None:
+            # Same widening, later news (the inventory arrived, a file changed): keep it current.
+            measured = not isinstance(info.last_widening.get("inventory"), dict) and isinstance(payload.get("inventory"), dict)
+            info.last_widening = payload
+        elif payload.get("acknowledged") is True:
+            info.widened = False
+        return StatusChange(widened_now, set(info.roots) != before_roots, measured)
 
     def remove(self, conn: int) -> SessionInfo | None:
         return self._sessions.pop(conn, None)

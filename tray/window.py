@@ -7,6 +7,7 @@ import time
 from collections.abc import Callable
 
 from PySide6.QtCore import Qt
+from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import (
     QHBoxLayout,
     QLabel,
@@ -36,6 +37,7 @@ ANSWER_TEXT = {
     "always": "always allowed",
     "deny": "denied",
     "timeout": "timed out (denied)",
+    "acknowledged": "widening acknowledged",
 }
 
 
@@ -44,6 +46,8 @@ def clock_text(when: float) -> str:
 
 
 def paths_text(paths: tuple[str, ...]) -> str:
+    if not paths:
+        return ""
     return paths[0] if len(paths) == 1 else f"{paths[0]} (+{len(paths) - 1} more)"
 
 
@@ -58,6 +62,7 @@ class MainWindow(QMainWindow):
         self.widened_icon = None  # set by the app: marks windows whose union widened
         self.setWindowTitle("Root Guard")
         self.resize(980, 620)
+        self.setMinimumSize(640, 400)
         self.banner = QLabel()
         self.banner.setWordWrap(True)
         self.banner.setStyleSheet("background: #fff3cd; color: #5d4200; padding: 8px; border: 1px solid #e0c36b;")
@@ -79,6 +84,7 @@ class MainWindow(QMainWindow):
     def _sessions_tab(self) -> QWidget:
         self.session_list = QListWidget()
         self.session_list.setWordWrap(True)
+        self.session_list.setTextElideMode(Qt.TextElideMode.ElideMiddle)
         self.session_list.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         self.session_list.currentItemChanged.connect(lambda *_: self._show_details())
         self.details = QTextBrowser()
@@ -129,9 +135,24 @@ class MainWindow(QMainWindow):
         self.present()
 
     def present(self) -> None:
+        self.fit_screen()
         self.show()
         self.raise_()
         self.activateWindow()
+
+    def fit_screen(self) -> None:
+        """Never larger than the screen's free area (1280×800 and up): content scrolls instead."""
+        screen = self.screen() or QGuiApplication.primaryScreen()
+        if screen is None:
+            return
+        area = screen.availableGeometry()
+        width = min(self.width(), area.width() - 40)
+        height = min(self.height(), area.height() - 60)
+        self.setMaximumSize(area.width(), area.height())
+        self.resize(width, height)
+        frame = self.frameGeometry()
+        frame.moveCenter(area.center())
+        self.move(max(area.left(), frame.left()), max(area.top(), frame.top()))
 
     def refresh(self) -> None:
         self._refresh_sessions()
@@ -205,14 +226,13 @@ class MainWindow(QMainWindow):
     def _acknowledge(self) -> None:
         item = self.session_list.currentItem()
         if item is not None:
-            self.broker.registry.acknowledge(item.data(Qt.ItemDataRole.UserRole))
-            self.broker.sessionsChanged.emit()
+            self.broker.acknowledge(item.data(Qt.ItemDataRole.UserRole))
 
     def _dismiss_missed(self) -> None:
         item = self.missed.currentItem()
         record = item.data(0, Qt.ItemDataRole.UserRole) if item else None
         if isinstance(record, MissedRecord):
-            self.broker.queue.dismiss_missed(record)
+            self.broker.dismiss_missed(record)
             self._refresh_records()
 
     def closeEvent(self, event) -> None:

@@ -72,6 +72,7 @@ class TrayClient:
         self._waiting: dict[str, asyncio.Future] = {}
         self._welcome: asyncio.Future | None = None
         self._last_status: dict | None = None
+        self.on_acknowledge = None  # called when the person acknowledges the widening in the tray
         protocol.parse_client_message(protocol.hello(session, client, self.folders, self.pid))  # fail early
 
     # -- public API -----------------------------------------------------------
@@ -117,6 +118,7 @@ class TrayClient:
         timeout: float = DEFAULT_TIMEOUT,
         timeout_seconds: float | None = None,
         request_id: str | None = None,
+        preview: str | None = None,
     ) -> Decision:
         """Ask the user; one decision for the whole batch of ``targets``.
 
@@ -136,6 +138,7 @@ class TrayClient:
             reason=reason,
             deadline=time.time() + timeout,
             timeout_seconds=timeout_seconds,
+            preview=preview,
         )
         frame = protocol.request(request)
         try:
@@ -264,6 +267,11 @@ class TrayClient:
             self._resolve(msg)
         elif isinstance(msg, protocol.ErrorReply):
             self._on_error(msg)
+        elif isinstance(msg, protocol.Acknowledge) and self.on_acknowledge is not None:
+            try:
+                self.on_acknowledge()
+            except Exception:  # noqa: BLE001 - the link stays up whatever the callback does
+                log.exception("acknowledging the widening failed")
 
     def _on_error(self, msg: protocol.ErrorReply) -> None:
         if msg.ref and msg.ref in self._waiting:

@@ -24,6 +24,7 @@ PROTOCOL_VERSION = 1
 MAX_FRAME = 1 << 20  # bytes, newline included
 MAX_TARGETS = 1000
 MAX_TEXT = 4096  # tool, reason, rule, names
+MAX_PREVIEW = 64 * 1024  # a write's diff, shown in the prompt
 MAX_PENDING_PER_CLIENT = 256
 
 OPERATIONS = ("read", "write", "delete", "rename", "metadata")
@@ -178,6 +179,7 @@ class AccessRequest:
     reason: str
     deadline: float  # seconds since the epoch: the requester stops waiting then
     timeout_seconds: float | None = None  # the requester's [approvals] timeout_seconds
+    preview: str | None = None  # what a write changes: rule changes in words, then a unified diff
 
     @property
     def paths(self) -> tuple[str, ...]:
@@ -207,6 +209,11 @@ class Decision:
 
 
 @dataclass(frozen=True)
+class Acknowledge:
+    """The person acknowledged this session's widening in the tray."""
+
+
+@dataclass(frozen=True)
 class Welcome:
     protocol: int
     tray_pid: int | None
@@ -227,7 +234,7 @@ class ErrorReply:
 
 
 ClientMessage = Hello | Status | AccessRequest | Withdraw
-ServerMessage = Welcome | Queued | Decision | ErrorReply
+ServerMessage = Welcome | Queued | Decision | ErrorReply | Acknowledge
 
 
 # ---------------------------------------------------------------------------
@@ -262,11 +269,17 @@ def request(req: AccessRequest) -> dict:
     }
     if req.timeout_seconds is not None:
         frame["timeout_seconds"] = req.timeout_seconds
+    if req.preview is not None:
+        frame["preview"] = req.preview
     return frame
 
 
 def withdraw(request_id: str) -> dict:
     return {"type": "withdraw", "id": request_id}
+
+
+def acknowledge() -> dict:
+    return {"type": "acknowledge"}
 
 
 def welcome(tray_pid: int, timeout_seconds: float | None) -> dict:
@@ -352,6 +365,9 @@ def _parse_request(f: dict) -> AccessRequest:
         timeout = f.get("timeout_seconds")
         if timeout is not None and (not _finite_number(timeout) or timeout <= 0):
             raise ProtocolError(INVALID, "request.timeout_seconds must be a positive number or absent")
+        preview = f.get("preview")
+        if preview is not None and (not isinstance(preview, str) or len(preview) > MAX_PREVIEW):
+            raise ProtocolError(INVALID, f"request.preview must be a string of at most {MAX_PREVIEW} characters")
         return AccessRequest(
             id=rid,
             tool=_text(f, "tool", "request", required=True, empty=False),
@@ -361,6 +377,7 @@ def _parse_request(f: dict) -> AccessRequest:
             reason=_text(f, "reason", "request", required=False) or "",
             deadline=float(deadline),
             timeout_seconds=float(timeout) if timeout is not None else None,
+            preview=preview,
         )
     except ProtocolError as exc:
         exc.ref = rid
@@ -441,7 +458,8 @@ def _parse_error(f: dict) -> ErrorReply:
 _CLIENT_PARSERS: dict[str, Callable[[dict[str, Any]], ClientMessage]] = {
     "hello": _parse_hello, "status": _parse_status, "request": _parse_request, "withdraw": _parse_withdraw}
 _SERVER_PARSERS: dict[str, Callable[[dict[str, Any]], ServerMessage]] = {
-    "welcome": _parse_welcome, "queued": _parse_queued, "decision": _parse_decision, "error": _parse_error}
+    "welcome": _parse_welcome, "queued": _parse_queued, "decision": _parse_decision, "error": _parse_error,
+    "acknowledge": lambda f: Acknowledge()}
 
 
 # ---------------------------------------------------------------------------

@@ -179,6 +179,7 @@ class ApprovalQueue:
         self._folders: dict[int, frozenset[str]] = {}
         self.recent: deque[DecisionRecord] = deque(maxlen=RECENT_LIMIT)
         self.missed: deque[MissedRecord] = deque(maxlen=MISSED_LIMIT)
+        self.on_record: Callable[[str, DecisionRecord | MissedRecord], None] | None = None  # (kind, record)
 
     # -- queries ------------------------------------------------------------
 
@@ -331,16 +332,25 @@ class ApprovalQueue:
     def _count_for(self, conn: int) -> int:
         return sum(1 for p in self._pending for w in p.waiting if w.requester.conn == conn)
 
+    def note(self, record: DecisionRecord) -> None:
+        """A record from outside the queue (an acknowledged widening)."""
+        self.recent.appendleft(record)
+        if self.on_record is not None:
+            self.on_record("decision", record)
+
     def _record(self, requester: Requester, request: AccessRequest, answer: str, count: int, reason: str) -> None:
-        self.recent.appendleft(
+        self.note(
             DecisionRecord(self.wall(), requester.label, request.tool, request.operation, request.paths, answer, count, reason)
         )
 
     def _miss(self, item: Waiting, why: str, count: int) -> None:
         req = item.request
-        self.missed.appendleft(
-            MissedRecord(self.wall(), item.requester.label, req.tool, req.operation, req.paths, req.rule, req.reason, why, count)
+        record = MissedRecord(
+            self.wall(), item.requester.label, req.tool, req.operation, req.paths, req.rule, req.reason, why, count
         )
+        self.missed.appendleft(record)
+        if self.on_record is not None:
+            self.on_record("missed", record)
         self._record(item.requester, req, "timeout", count, why)
 
 

@@ -95,6 +95,7 @@ class ApprovalRequest:
     rule: str | None
     reason: str
     summary: str = ""  # one line for prompts that show text only (editor, MCP client)
+    preview: str | None = None  # what a write changes (rules in words, unified diff), for the tray's prompt
 
     @property
     def keys(self) -> set[tuple[str, str]]:
@@ -259,7 +260,7 @@ class ApprovalService:
         try:
             decision = await self.tray.request_access(
                 request.tool, request.operation, targets, rule=request.rule, reason=request.reason,
-                timeout=limit.hard_stop, timeout_seconds=limit.seconds,
+                timeout=limit.hard_stop, timeout_seconds=limit.seconds, preview=request.preview,
             )
         except Exception as exc:  # noqa: BLE001 - an approval that cannot be asked is denied
             log.warning("the approval request could not be sent to the tray: %s", exc)

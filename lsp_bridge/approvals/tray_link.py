@@ -23,7 +23,9 @@ class TrayLink:
     @classmethod
     def start(cls, ls) -> TrayLink:
         tracker = ls.tracker
-        link = cls(TrayClient(session=tracker.session_id, client="rootguard-lsp", folders=tracker.session.folders))
+        client = TrayClient(session=tracker.session_id, client=ls.client_name, folders=tracker.session.folders)
+        client.on_acknowledge = ls.acknowledge  # the tray's "Acknowledge widening" button
+        link = cls(client)
 
         async def connect() -> None:
             if await link.client.start():

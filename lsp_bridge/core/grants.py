@@ -68,7 +68,7 @@ def write_always_rule(user_config: str, rule_fields: Mapping[str, Any]) -> str:
         raise GrantError(f"{target}: a [[paths]] rule with id {rule_id!r} already exists")
     new_text = _appended(old_text, _rule_text(rule_id, fields))
     _check_result(new_text, old_text, target, rule_id, fields)
-    _atomic_write(target, new_text)
+    atomic_write(target, new_text)
     return rule_id
 
 
@@ -241,7 +241,8 @@ def _check_result(new_text: str, old_text: str | None, path: str, rule_id: str, 
         raise GrantError(f"{path}: the new rule would make the configuration invalid ({codes}); nothing written")
 
 
-def _atomic_write(path: str, text: str) -> None:
+def atomic_write(path: str, text: str) -> None:
+    """Write ``text`` to ``path`` (mode 0600, directory 0700) by a temporary file and ``os.replace``."""
     directory = os.path.dirname(path)
     os.makedirs(directory, mode=0o700, exist_ok=True)
     fd, temp = tempfile.mkstemp(prefix=".config-", suffix=".tmp", dir=directory)

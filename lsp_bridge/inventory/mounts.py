@@ -1034,7 +1034,7 @@ def _plan_link(link: str, layout: _Layout, plan: _Plan) -> None:
 def _add_unrescuable(plan: _Plan, link: str, target: str, reason: str) -> None:
     if link not in plan.unrescuable:
         plan.unrescuable[link] = {"link": link, "target": target, "reason": reason}
-        plan.diagnostics.append(Diagnostic("warning", "mount-unrescuable-link", f"{link}: {reason}", link))
+        plan.diagnostics.append(Diagnostic("warning", "mount-unrescuable-link", reason, link))
 
 
 def _plan_config_file(opened: str, real: str, layout: _Layout, plan: _Plan) -> None:

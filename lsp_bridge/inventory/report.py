@@ -8,6 +8,9 @@ from __future__ import annotations
 from lsp_bridge.core.diagnostics import Diagnostic
 from lsp_bridge.inventory.text import LIST_LIMIT, one_line, plural, show_path
 
+# Findings of the mount plan: worth a warning only when something is mounted.
+MOUNT_FINDINGS = ("mount-unrescuable-link", "mount-file-outside-repository", "mount-scan-truncated")
+
 
 def warnings_of(diagnostics) -> list[dict]:
     """Errors and warnings as ``{"severity", "code", "message"}``; the message leads with
@@ -17,6 +20,21 @@ def warnings_of(diagnostics) -> list[dict]:
         for d in diagnostics
         if d.severity in ("error", "warning")
     ]
+
+
+def quiet_mount_findings(reconciliation) -> tuple[Diagnostic, ...]:
+    """The reconciliation's diagnostics, mount-plan findings lowered to information when
+    no mount or container is configured (they stay in the report, not in the warnings)."""
+    if reconciliation.mounts:
+        return tuple(reconciliation.diagnostics)
+    from dataclasses import replace
+
+    return tuple(
+        replace(d, severity="information")
+        if d.severity == "warning" and (d.code in MOUNT_FINDINGS or d.code.startswith("tsconfig-"))
+        else d
+        for d in reconciliation.diagnostics
+    )
 
 
 def _located(d: Diagnostic) -> str:
@@ -36,7 +54,7 @@ def roots_report(session, *, with_mounts: bool = True) -> dict:
     data["mounts"] = mounts.to_json() if mounts is not None else None
     diags = list(session.diagnostics)
     if mounts is not None:
-        diags += [d for d in mounts.diagnostics if d not in diags]
+        diags += [d for d in quiet_mount_findings(mounts) if d not in diags]
     data["warnings"] = warnings_of(diags)
     return data
 

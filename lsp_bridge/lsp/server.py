@@ -36,8 +36,12 @@ STATUS = "rootguard/status"
 EXPLAIN = "rootguard/explain"
 INVENTORY = "rootguard/inventory"
 ACCESS = "rootguard/access"
+ACKNOWLEDGE = "rootguard/acknowledge"
 TRACE = "rootguard/trace"
 MIGRATE_COMMAND = "rootguard.migrateConfig"
+ACKNOWLEDGE_COMMAND = "rootguard.acknowledge"
+SHOW_REPORT = "Show report"
+ACKNOWLEDGE_ACTION = "Acknowledge"
 CONFIG_NAMES = (".rootguard.toml",)
 
 
@@ -74,6 +78,8 @@ class RootGuardServer(LanguageServer):
         self._watcher: Watcher | None = None
         self._published: set[str] = set()
         self._inventory_task: asyncio.Future | None = None
+        self.client_name = "unknown editor"
+        self._tasks: set[asyncio.Task] = set()
         self._mounts_generation = 0  # bumped by every change: older reconciliations are stale
         self._recount_task: asyncio.Future | None = None
         self._recount_again = False
@@ -83,9 +89,10 @@ class RootGuardServer(LanguageServer):
     def tracker(self) -> RootTracker:
         """The window's domain state, built on first use (keeps start-up fast)."""
         if self._tracker is None:
+            from lsp_bridge.lsp.acknowledgements import AcknowledgementStore
             from lsp_bridge.lsp.tracker import RootTracker
 
-            self._tracker = RootTracker()
+            self._tracker = RootTracker(store=AcknowledgementStore())
         return self._tracker
 
     # -- sending -------------------------------------------------------------
@@ -106,6 +113,73 @@ class RootGuardServer(LanguageServer):
 
     def warn(self, message: str) -> None:
         self.window_show_message(types.ShowMessageParams(type=types.MessageType.Warning, message=message))
+
+    def announce_widening(self, line: str) -> None:
+        """The full report to the log, then the one line; with actions where the client has them."""
+        self.window_log_message(types.LogMessageParams(type=types.MessageType.Warning, message=self.tracker.report()))
+        window = self.client_capabilities.window
+        if window is None or window.show_message is None:
+            self.warn(line)
+            return
+        self._spawn(self._ask_about_widening(line))
+
+    async def _ask_about_widening(self, line: str) -> None:
+        params = types.ShowMessageRequestParams(
+            type=types.MessageType.Warning,
+            message=line,
+            actions=[types.MessageActionItem(title=SHOW_REPORT), types.MessageActionItem(title=ACKNOWLEDGE_ACTION)],
+        )
+        try:
+            choice = await self.window_show_message_request_async(params)
+        except Exception as err:  # the client could not show it: the plain warning, never nothing
+            log.info("showMessageRequest failed (%s); sending showMessage", err)
+            self.warn(line)
+            return
+        title = getattr(choice, "title", None)
+        if title == ACKNOWLEDGE_ACTION:
+            self.acknowledge()
+        elif title == SHOW_REPORT:
+            await self.show_report()
+
+    async def show_report(self) -> None:
+        """The report as a document where the client opens documents, else as a message."""
+        text = self.tracker.report()
+        window = self.client_capabilities.window
+        if window is not None and window.show_document is not None and window.show_document.support:
+            from lsp_bridge.lsp.acknowledgements import write_report
+
+            try:
+                path = write_report(self.tracker.session_id, text)
+                result = await self.window_show_document_async(
+                    types.ShowDocumentParams(uri=from_fs_path(path), take_focus=True)
+                )
+                if result.success:
+                    return
+            except Exception:
+                log.exception("showDocument failed")
+        self.window_show_message(types.ShowMessageParams(type=types.MessageType.Info, message=text))
+
+    def acknowledge(self) -> dict:
+        """Record the current union as accepted for this window's folders."""
+        try:
+            self.tracker.acknowledge()
+        except OSError as err:
+            message = f"Root Guard: could not record the acknowledgement: {err}"
+            self.warn(message)
+            return {"acknowledged": False, "reason": message}
+        if self._inventory_task is not None:
+            self._inventory_task.cancel()
+        self.send_status()
+        union = self.tracker.union.paths
+        self.window_log_message(
+            types.LogMessageParams(type=types.MessageType.Info, message="Root Guard: acknowledged " + ", ".join(union))
+        )
+        return {"acknowledged": True, "union": list(union)}
+
+    def _spawn(self, coro) -> None:
+        task = asyncio.ensure_future(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
 
     def publish_config_diagnostics(self) -> None:
         from lsp_bridge.lsp.convert import disk_hints, group_by_file
@@ -175,16 +249,18 @@ class RootGuardServer(LanguageServer):
             log.exception("inventory failed")
             self.tracker.inventory_done(None)
             if warn:
-                self.warn(self.tracker.warning_message([f"(inventory failed: {err})"]))
+                self.announce_widening(self.tracker.warning_line(None, str(err)))
             self.send_status()
             return
         finally:
             self._progress_end(progress)
         if self.tracker.inventory_span() != (reference, current):
             return  # superseded by a newer change
-        self.tracker.inventory_done(report.to_json())
+        if not self.tracker.pending:
+            return  # acknowledged meanwhile
+        self.tracker.inventory_done(report.to_json(), report.describe())
         if warn:
-            self.warn(self.tracker.warning_message(report.describe()))
+            self.announce_widening(self.tracker.warning_line(self.tracker.inventory))
         self.send_status()
 
     def schedule_mounts(self) -> None:
@@ -331,18 +407,23 @@ def _folders_from_initialize(params: types.InitializeParams) -> list[str]:
 @server.feature(types.INITIALIZE)
 def on_initialize(ls: RootGuardServer, params: types.InitializeParams) -> None:
     ls.folders = _folders_from_initialize(params)
-    name = params.client_info.name if params.client_info else "unknown client"
-    log.info("initialize from %s with %d folder(s)", name, len(ls.folders))
+    if params.client_info and params.client_info.name:
+        ls.client_name = params.client_info.name[:200]
+    log.info("initialize from %s with %d folder(s)", ls.client_name, len(ls.folders))
 
 
 @server.feature(types.INITIALIZED)
 async def on_initialized(ls: RootGuardServer, params: types.InitializedParams) -> None:
-    ls.tracker.set_folders(ls.folders, initial=True)
+    # Compared with what was acknowledged: a window that starts wide warns like a live change.
+    change = ls.tracker.set_folders(ls.folders, initial=True)
     ls.refresh_watches()  # before the first status: nothing changed after it goes unseen
     ls.send_status()
     ls.publish_config_diagnostics()
-    ls.schedule_mounts()
-    asyncio.get_running_loop().run_in_executor(None, _warm_up_inventory)  # the first widening should not pay the imports
+    if change.widened:
+        ls._inventory_task = asyncio.ensure_future(ls._inventory_then_mounts())
+    else:
+        ls.schedule_mounts()
+        asyncio.get_running_loop().run_in_executor(None, _warm_up_inventory)  # the first widening should not pay the imports
     ls.connect_tray()
 
 
@@ -432,6 +513,17 @@ def on_code_action(ls: RootGuardServer, params: types.CodeActionParams):
     ]
 
 
+@server.command(ACKNOWLEDGE_COMMAND)
+def acknowledge_command(ls: RootGuardServer, *args: Any):
+    """Accept the current union for this window's folders (any client: workspace/executeCommand)."""
+    return ls.acknowledge()
+
+
+@server.feature(ACKNOWLEDGE)
+def on_acknowledge(ls: RootGuardServer, params: Any):
+    return ls.acknowledge()
+
+
 @server.command(MIGRATE_COMMAND)
 async def migrate_command(ls: RootGuardServer, args: list[Any]):
     from lsp_bridge.lsp.convert import migrate_edit
@@ -466,6 +558,14 @@ def on_explain(ls: RootGuardServer, params: Any):
 
     raw = param(params, "path")
     op = param(params, "op")
+    if raw is None:  # no path: the widening report
+        tracker = ls.tracker
+        return {
+            "widened": tracker.widened,
+            "acknowledged": not tracker.pending,
+            "report": tracker.report(),
+            "inventory": tracker.inventory,
+        }
     if not isinstance(raw, str) or not raw:
         return {"error": "explain needs a path"}
     path = _fs_path(raw) if raw.startswith("file:") else raw

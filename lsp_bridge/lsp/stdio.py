@@ -20,7 +20,7 @@ import uuid
 
 from lsp_bridge import __version__
 
-COMMANDS = ["rootguard.migrateConfig"]
+COMMANDS = ["rootguard.acknowledge", "rootguard.migrateConfig"]
 _ENCODINGS = ("utf-8", "utf-16", "utf-32")
 
 

@@ -204,8 +204,9 @@ class GuardedServer:
                     await self._publish()
             approval = approver = None
             if plan.verdict == "request":
+                preview = await anyio.to_thread.run_sync(self._preview, plan)  # what a write changes, for the tray
                 request = ApprovalRequest(plan.tool, plan.operation, targets_of(plan.approval_targets()),
-                                          plan.rule, plan.reason, plan.describe())
+                                          plan.rule, plan.reason, plan.describe(), preview=preview)
                 outcome: Outcome | Deferred
                 if state is not None and state.kind == "approval":  # the retried call brings the answer
                     outcome = self.approvals.answered(request, self._client_answer(params, plan, state), CLIENT)
@@ -359,6 +360,29 @@ class GuardedServer:
         answer = (params.input_responses or {}).get(APPROVAL_KEY)
         return Reply(_elicited(answer) if isinstance(answer, types.ElicitResult) else "deny")
 
+    def _preview(self, plan) -> str | None:
+        """What a write or edit changes, for the prompt (never sent to the agent)."""
+        from lsp_bridge.approvals.preview import is_config_file, write_preview
+        from lsp_bridge.core.config import user_config_path
+        from lsp_bridge.mcp.file_tools import apply_edits
+
+        if plan.tool not in ("write_file", "edit_file") or not plan.accesses or plan.accesses[0].resolved is None:
+            return None
+        path = plan.accesses[0].resolved.canonical
+        before = _read_for_preview(path)
+        try:
+            if plan.tool == "write_file":
+                after = plan.args["content"]
+            elif before is None:
+                return None
+            else:
+                after = apply_edits(before, plan.args["edits"], os.path.basename(path))
+            user_file = user_config_path(self.tools.session.env)
+            return write_preview(path, before, after, config=is_config_file(path, user_file))
+        except Exception:  # noqa: BLE001 - an edit that will fail anyway, an odd file: the prompt goes without a preview
+            log.debug("no preview for %s", path, exc_info=True)
+            return None
+
     def _remember(self, pending: _Pending) -> str:
         while len(self._pending) >= MAX_PENDING:
             self._pending.pop(next(iter(self._pending)))
@@ -436,6 +460,17 @@ def _offers_roots(ctx) -> bool:
 def _offers_elicitation(ctx) -> bool:
     caps = ctx.session.client_capabilities
     return caps is not None and caps.elicitation is not None
+
+
+def _read_for_preview(path: str, limit: int = 1 << 20) -> str | None:
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read(limit + 1)
+    except OSError:
+        return None
+    if len(data) > limit or b"\0" in data:
+        return None
+    return data.decode("utf-8", "replace")
 
 
 def _approval_form(plan, limit: TimeLimit) -> types.ElicitRequestFormParams:

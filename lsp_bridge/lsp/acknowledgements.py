@@ -1,0 +1,81 @@
+"""Where acknowledgements live: ``<user state dir>/rootguard/acknowledged.json``.
+
+The I/O edge of ``lsp_bridge.core.acknowledged``: one small JSON file per user,
+written atomically (temporary file, ``os.replace``) under an advisory lock so
+two editor windows acknowledging at once do not lose each other's record. An
+unreadable file counts as no acknowledgement (every wide window warns) and is
+reported once in the server log; it is replaced by the next acknowledgement.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import logging
+import os
+from collections.abc import Iterable, Sequence
+from contextlib import contextmanager
+
+from lsp_bridge.core import acknowledged
+from lsp_bridge.core.acknowledged import Acknowledgement
+from lsp_bridge.core.grants import atomic_write
+
+log = logging.getLogger("rootguard.lsp.acknowledged")
+FILE_NAME = "acknowledged.json"
+
+
+def store_path() -> str:
+    import platformdirs
+
+    return os.path.join(platformdirs.user_state_dir("rootguard"), FILE_NAME)
+
+
+class AcknowledgementStore:
+    def __init__(self, path: str | None = None):
+        self.path = path or store_path()
+        self.error: str | None = None
+
+    def load(self) -> dict[str, Acknowledgement]:
+        try:
+            with open(self.path, encoding="utf-8") as handle:
+                text = handle.read()
+        except FileNotFoundError:
+            return {}
+        except OSError as err:
+            return self._failed(f"{self.path}: cannot read: {err.strerror}")
+        try:
+            records = acknowledged.parse(text, self.path)
+        except acknowledged.AcknowledgementError as err:
+            return self._failed(str(err))
+        self.error = None
+        return records
+
+    def _failed(self, message: str) -> dict[str, Acknowledgement]:
+        if message != self.error:
+            log.warning("acknowledgements ignored: %s", message)
+        self.error = message
+        return {}
+
+    def acknowledge(self, folders: Iterable[str], union: Sequence[str], when: float) -> None:
+        with self._locked():
+            records = acknowledged.acknowledge(self.load(), folders, union, when)
+            atomic_write(self.path, acknowledged.render(records))
+
+    @contextmanager
+    def _locked(self):
+        os.makedirs(os.path.dirname(self.path), mode=0o700, exist_ok=True)
+        fd = os.open(self.path + ".lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            yield
+        finally:
+            os.close(fd)
+
+
+def write_report(session: str, text: str) -> str:
+    """The widening report as a file a client can open (``window/showDocument``)."""
+    import platformdirs
+
+    directory = os.path.join(platformdirs.user_state_dir("rootguard"), "reports")
+    path = os.path.join(directory, f"widening-{session}.txt")
+    atomic_write(path, text + "\n")
+    return path

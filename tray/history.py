@@ -1,0 +1,108 @@
+"""The tray's memory across restarts: decisions, missed requests, acknowledgements.
+
+A small JSON-lines file beside the audit log (``<user state dir>/rootguard/
+tray-history.jsonl``), one record per line, appended as things happen and read
+back at start. Unreadable lines are skipped (a torn last line after a crash);
+the file is rewritten, atomically, with only what the tray still shows once it
+holds several times that.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from dataclasses import asdict, fields
+
+from lsp_bridge.approvals.queue import MISSED_LIMIT, RECENT_LIMIT, ApprovalQueue, DecisionRecord, MissedRecord
+from lsp_bridge.core.grants import atomic_write
+
+log = logging.getLogger("rootguard.tray.history")
+FILE_NAME = "tray-history.jsonl"
+_KINDS = {"decision": DecisionRecord, "missed": MissedRecord}
+
+
+def history_path() -> str:
+    from lsp_bridge.mcp.audit import audit_path
+
+    return os.path.join(os.path.dirname(audit_path()), FILE_NAME)
+
+
+def _record(kind: str, data: dict):
+    cls = _KINDS[kind]
+    names = {f.name for f in fields(cls)}
+    values = {k: v for k, v in data.items() if k in names}
+    values["paths"] = tuple(p for p in values.get("paths", ()) if isinstance(p, str))
+    if not isinstance(values.get("when"), (int, float)):
+        raise ValueError("no time")
+    return cls(**values)
+
+
+class History:
+    def __init__(self, path: str | None = None):
+        self.path = path or history_path()
+        self.lines = 0
+
+    def load_into(self, queue: ApprovalQueue) -> None:
+        """Fill the queue's recent and missed lists from the file (newest first)."""
+        decisions: list[DecisionRecord] = []
+        missed: list[MissedRecord] = []
+        dismissed: set[tuple] = set()
+        try:
+            with open(self.path, encoding="utf-8") as handle:
+                raw = handle.readlines()
+        except FileNotFoundError:
+            return
+        except OSError as err:
+            log.warning("%s: cannot read the tray history: %s", self.path, err.strerror)
+            return
+        for number, line in enumerate(raw, 1):
+            try:
+                item = json.loads(line)
+                kind = item.pop("kind")
+                if kind == "dismissed":
+                    dismissed.add((item["when"], tuple(item["paths"])))
+                    continue
+                record = _record(kind, item)
+            except (ValueError, KeyError, TypeError, AttributeError):
+                log.info("%s:%d: unreadable history line skipped", self.path, number)
+                continue
+            (decisions if kind == "decision" else missed).append(record)
+        self.lines = len(raw)
+        missed = [m for m in missed if (m.when, m.paths) not in dismissed]
+        queue.recent.extendleft(decisions[-RECENT_LIMIT:])
+        queue.missed.extendleft(missed[-MISSED_LIMIT:])
+        if self.lines > 4 * (RECENT_LIMIT + MISSED_LIMIT):
+            self._compact(queue)
+
+    def append(self, kind: str, record) -> None:
+        data = {"kind": kind, **asdict(record)}
+        try:
+            os.makedirs(os.path.dirname(self.path), mode=0o700, exist_ok=True)
+            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
+            with os.fdopen(fd, "a", encoding="utf-8") as handle:
+                handle.write(json.dumps(data) + "\n")
+            self.lines += 1
+        except OSError as err:
+            log.warning("%s: cannot write the tray history: %s", self.path, err.strerror)
+
+    def dismissed(self, record: MissedRecord) -> None:
+        self.append_raw({"kind": "dismissed", "when": record.when, "paths": list(record.paths)})
+
+    def append_raw(self, data: dict) -> None:
+        try:
+            os.makedirs(os.path.dirname(self.path), mode=0o700, exist_ok=True)
+            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
+            with os.fdopen(fd, "a", encoding="utf-8") as handle:
+                handle.write(json.dumps(data) + "\n")
+        except OSError as err:
+            log.warning("%s: cannot write the tray history: %s", self.path, err.strerror)
+
+    def _compact(self, queue: ApprovalQueue) -> None:
+        lines = [json.dumps({"kind": "decision", **asdict(r)}) for r in reversed(queue.recent)]
+        lines += [json.dumps({"kind": "missed", **asdict(m)}) for m in reversed(queue.missed)]
+        try:
+            atomic_write(self.path, "".join(line + "\n" for line in lines))
+            self.lines = len(lines)
+        except OSError as err:
+            log.warning("%s: cannot compact the tray history: %s", self.path, err.strerror)

@@ -88,10 +88,7 @@ def resolve(project_root: str, relative_path: str, *, for_read: bool = False) ->
             relative_path,
             f"relative path must be a string, got {type(relative_path).__name__}",
         )
-    _check_text(relative_path, relative_path, "")
-    decoded = unquote(relative_path)
-    if decoded != relative_path:
-        _check_text(decoded, relative_path, " after percent-decoding")
+    decoded = checked_text(relative_path)
     root = _canonical_root(project_root, relative_path)
     parts = [part for part in decoded.split("/") if part not in ("", ".")]
     lexical = os.path.join(root, *parts)
@@ -119,6 +116,19 @@ def resolve(project_root: str, relative_path: str, *, for_read: bool = False) ->
         exists=mode is not None,
         traversed_symlink=lexical != canonical,
     )
+
+
+def checked_text(relative_path: str) -> str:
+    """The decoded spelling of ``relative_path`` after the textual checks ``resolve`` makes first.
+
+    Raises ``ResolveError`` like ``resolve``; listings run it on each entry's
+    name so a name ``resolve`` would refuse is refused on the fast path too.
+    """
+    _check_text(relative_path, relative_path, "")
+    decoded = unquote(relative_path)
+    if decoded != relative_path:
+        _check_text(decoded, relative_path, " after percent-decoding")
+    return decoded
 
 
 def resolve_in_projects(

@@ -36,7 +36,7 @@ from typing import Any
 from lsp_bridge.approvals.service import ALLOWING, SessionGrants
 from lsp_bridge.core.paths import canonical, is_within
 from lsp_bridge.core.policy import BatchDecision, Decision, Part, Policy, Target, oracle_inside
-from lsp_bridge.core.resolver import Resolved, ResolveError, resolve, resolve_in_projects
+from lsp_bridge.core.resolver import Resolved, ResolveError, checked_text, resolve, resolve_in_projects
 from lsp_bridge.core.session import Session, open_session
 from lsp_bridge.mcp import safe_io
 from lsp_bridge.mcp.audit import AuditLog, now_text, root_digest
@@ -520,6 +520,34 @@ class FileTools:
         return self.policy.decide_granted(need, target, self.grants), resolved
 
 
+    def peek_entries(self, directory: Resolved, entries: Sequence[safe_io.Entry], need: str = "read") -> list[str]:
+        """``peek`` for every entry of a listed directory, in one pass.
+
+        The directory was opened at its canonical path without following a
+        link, so an entry that is not a link sits at ``canonical/name``: the
+        engine decides it from the directory's anchors (``Policy.decide_children``)
+        with no resolution per entry. Links, names the resolver would refuse,
+        and every entry of a directory reached through a link take ``peek``.
+        """
+        verdicts: list[str | None] = [None] * len(entries)
+        plain: list[tuple[int, str]] = []
+        for index, entry in enumerate(entries):
+            relative = f"{directory.relative}/{entry.name}" if directory.relative else entry.name
+            if entry.kind == "symlink" or directory.traversed_symlink or not directory.exists:
+                verdicts[index] = self.peek(directory.root, relative, need)[0]
+                continue
+            try:
+                checked_text(relative.replace("%", "%25"))
+            except ResolveError:
+                verdicts[index] = "deny"
+                continue
+            plain.append((index, entry.name))
+        decided = self.policy.decide_children(need, directory.canonical, [name for _, name in plain], self.grants)
+        for (index, _), verdict in zip(plain, decided, strict=True):
+            verdicts[index] = verdict
+        return [v or "deny" for v in verdicts]
+
+
 class _Changed(Exception):
     """A path resolved differently the second time: fail closed."""
 
@@ -664,9 +692,9 @@ def run_list_directory(tools: FileTools, plan: Plan) -> dict:
     resolved = _resolved(plan.accesses[0].resolved)
     entries: list[dict[str, Any]] = []
     hidden, truncated = 0, False
-    for entry in safe_io.list_directory(resolved.root, _canonical_rel(resolved)):
+    listed = safe_io.list_directory(resolved.root, _canonical_rel(resolved))
+    for entry, verdict in zip(listed, tools.peek_entries(resolved, listed), strict=True):
         relative = f"{resolved.relative}/{entry.name}" if resolved.relative else entry.name
-        verdict, _ = tools.peek(resolved.root, relative)
         if verdict == "deny":
             hidden += 1
             continue

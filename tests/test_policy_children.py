@@ -1,0 +1,132 @@
+"""Differential: a listing's fast path gives exactly the full engine's answers.
+
+``FileTools.peek_entries`` (and under it ``Policy.decide_children``) decides a
+directory's plain entries from the directory's anchors, without resolving each
+entry. On random trees, random rules (user or project file, globs, exact file
+rules, several roots, a sibling worktree, session grants) every entry of every
+directory must get the verdict that ``FileTools.peek`` (resolver + engine, one
+path at a time) gives it, for every operation.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import tempfile
+from pathlib import Path
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from lsp_bridge.core.policy import Target
+from lsp_bridge.mcp import safe_io
+from lsp_bridge.mcp.file_tools import FileTools
+
+NAMES = ["a", "b", "gen", "vault", ".env", ".env.local", "x.js", ".git", ".rootguard.toml", "%41", "C:x",
+         "back\\slash", "ctl\x01", "A"]
+GLOBS = ["**/*", "*.js", "a/**", "**/.env*", "gen/*", "b", "!x.js", "**/a/*.js", "[ab]"]
+VERDICTS = st.sampled_from(["allow", "request", "deny", None])
+
+rel_path = st.lists(st.sampled_from(NAMES[:8] + ["A"]), min_size=1, max_size=3).map("/".join)
+rule = st.tuples(
+    st.one_of(st.just("."), rel_path, st.just("../outside")),
+    VERDICTS, VERDICTS,
+    st.lists(st.sampled_from(GLOBS), max_size=2),
+    st.lists(st.sampled_from(GLOBS), max_size=2),
+)
+
+
+def _toml(rules, worktrees: str) -> str:
+    lines = ["version = 2", "[workspace]", f'worktrees = "{worktrees}"']
+    for index, (path, read, write, includes, excludes) in enumerate(rules):
+        policies = ", ".join(f'{k} = "{v}"' for k, v in (("read", read), ("write", write)) if v)
+        lines += ["[[paths]]", f'id = "r{index}"', f'path = "{path}"', f"policies = {{ {policies} }}"]
+        if includes:
+            lines.append("includes = [" + ", ".join(f'"{g}"' for g in includes) + "]")
+        if excludes:
+            lines.append("excludes = [" + ", ".join(f'"{g}"' for g in excludes) + "]")
+    return "\n".join(lines) + "\n"
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(
+    dirs=st.lists(rel_path, max_size=6),
+    files=st.lists(rel_path, max_size=8),
+    rules=st.lists(rule, max_size=5),
+    where=st.sampled_from(["user", "project"]),
+    worktrees=st.sampled_from(["include", "request"]),
+    second_root=st.sampled_from([None, "a", "b/a", "gen"]),
+    grant_every=st.integers(min_value=0, max_value=3),
+    link=st.booleans(),
+)
+def test_listing_fast_path_matches_the_engine(tmp_path_factory, dirs, files, rules, where, worktrees, second_root,
+                                              grant_every, link):
+    base = Path(os.path.realpath(tempfile.mkdtemp(dir=tmp_path_factory.getbasetemp())))
+    repo = base / "repo"
+    repo.mkdir()
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    text = _toml(rules, worktrees)
+    (repo / ".rootguard.toml").write_text(text if where == "project" else "version = 2\n")
+    for d in dirs:
+        try:
+            (repo / d).mkdir(parents=True, exist_ok=True)
+        except OSError:
+            pass
+    for f in files:
+        try:
+            (repo / f).parent.mkdir(parents=True, exist_ok=True)
+            if not (repo / f).exists():
+                (repo / f).write_text("x")
+        except OSError:
+            pass
+    for name in NAMES:
+        if not (repo / name).exists():
+            (repo / name).write_text("x") if name != ".git" else None
+    (base / "outside").mkdir()
+    if link:
+        (repo / "out-link").symlink_to(base / "outside")
+        (repo / "in-link").symlink_to("gen")
+    sibling = base / "repo-wt"
+    subprocess.run(["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q",
+                    "--allow-empty", "-m", "init"], check=True)
+    subprocess.run(["git", "-C", str(repo), "worktree", "add", "-q", str(sibling)], check=True)
+    env = {"HOME": str(base / "home"), "XDG_CONFIG_HOME": str(base / "home" / ".config")}
+    if where == "user":
+        (base / "user.toml").write_text(text)
+        env["ROOTGUARD_CONFIG"] = str(base / "user.toml")
+    else:
+        env["ROOTGUARD_CONFIG"] = str(base / "none.toml")
+    roots = [str(repo)]
+    if second_root and (repo / second_root).is_dir():
+        roots.append(str(repo / second_root))
+    tools = FileTools(roots, env=env)
+    directories = [p for p in [repo, sibling, *[repo / d for d in dirs]] if p.is_dir()]
+    if link and (repo / "in-link").is_dir():
+        directories.append(repo / "in-link")
+    every = sorted(set(repo.rglob("*")) | set(sibling.rglob("*")))
+    if grant_every:
+        tools.grants.add([(need, str(p)) for n, p in enumerate(every) if n % grant_every == 0
+                          for need in ("read", "write")])
+    for directory in directories:
+        root = str(sibling) if str(directory).startswith(str(sibling)) else str(repo)
+        if root == str(sibling) and root not in tools.roots and not any(
+                p.root == root for p in tools.projects):
+            continue
+        relative = os.path.relpath(directory, root).replace(os.sep, "/")
+        relative = "" if relative == "." else relative
+        verdict, resolved = tools.peek(root, relative or ".")
+        if resolved is None:
+            continue
+        inner = os.path.relpath(resolved.canonical, resolved.root).replace(os.sep, "/")
+        entries = safe_io.list_directory(resolved.root, "" if inner == "." else inner)
+        fast = tools.peek_entries(resolved, entries)
+        slow = [tools.peek(root, f"{relative}/{e.name}" if relative else e.name)[0] for e in entries]
+        assert fast == slow, (text, directory, [e.name for e in entries])
+        plain = [e.name for e in entries if e.kind != "symlink"]
+        if resolved.traversed_symlink:
+            continue
+        for op in ("read", "write", "delete", "metadata"):
+            quick = tools.policy.decide_children(op, resolved.canonical, plain, tools.grants)
+            full = [tools.policy.decide_granted(op, Target(os.path.join(resolved.canonical, n)), tools.grants)
+                    for n in plain]
+            assert quick == full, (op, text, directory, plain)

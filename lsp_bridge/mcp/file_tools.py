@@ -531,16 +531,21 @@ class FileTools:
         """
         verdicts: list[str | None] = [None] * len(entries)
         plain: list[tuple[int, str]] = []
+        # The resolver's textual checks (characters, a leading drive or slash, ``..``) hold for
+        # every ``dir/name`` when they hold for ``dir/name1/name2/...``: one check for the listing
+        # below the root; a refusal there (or a listing of the root itself) checks name by name.
+        names_ok = bool(directory.relative) and _text_ok(
+            "/".join([_encode(directory.relative), *(_encode(e.name) for e in entries)]))
         for index, entry in enumerate(entries):
-            relative = f"{directory.relative}/{entry.name}" if directory.relative else entry.name
             if entry.kind == "symlink" or directory.traversed_symlink or not directory.exists:
+                relative = f"{directory.relative}/{entry.name}" if directory.relative else entry.name
                 verdicts[index] = self.peek(directory.root, relative, need)[0]
                 continue
-            try:
-                checked_text(relative.replace("%", "%25"))
-            except ResolveError:
-                verdicts[index] = "deny"
-                continue
+            if not names_ok:
+                relative = f"{directory.relative}/{entry.name}" if directory.relative else entry.name
+                if not _text_ok(_encode(relative)):
+                    verdicts[index] = "deny"
+                    continue
             plain.append((index, entry.name))
         decided = self.policy.decide_children(need, directory.canonical, [name for _, name in plain], self.grants)
         for (index, _), verdict in zip(plain, decided, strict=True):
@@ -646,6 +651,14 @@ def _relative_or_none(path: str, root: str) -> str | None:
 def _canonical_rel(resolved: Resolved) -> str:
     """The canonical path below the root: what safe_io walks."""
     return _relative_or_none(resolved.canonical, resolved.root) or ""
+
+
+def _text_ok(relative: str) -> bool:
+    try:
+        checked_text(relative)
+    except ResolveError:
+        return False
+    return True
 
 
 def _encode(relative: str) -> str:

@@ -13,6 +13,7 @@ import os
 import re
 import stat
 import threading
+from typing import Any
 
 MAX_SCAN_BYTES = 1 << 20  # larger files are judged by name only
 _SNIFF_BYTES = 8192
@@ -260,7 +261,7 @@ class _DeferredDetector:
 
     def __init__(self, module: str, name: str, denylist: tuple) -> None:
         self.module, self.name, self.denylist = module, name, denylist
-        self._real = None
+        self._real: Any = None
 
     def analyze_string(self, string: str):
         if not any(regex.search(string) for regex in self.denylist):

@@ -312,7 +312,7 @@ def _require_plain_leaf(mode: int, shown: str) -> None:
 
 
 def _entries(dfd: int) -> list[Entry]:
-    found = []
+    found: list[Entry] = []
     append = found.append
     with os.scandir(dfd) as it:
         for item in it:

@@ -9,7 +9,7 @@ cd "$here"
 want_test=0
 [ "${1:-}" = "--test" ] && want_test=1
 
-packages=(git python3-venv)
+packages=(git python3-venv bubblewrap)  # bubblewrap: the mount-set sandbox test
 if [ "$want_test" = 1 ]; then
   # Qt offscreen/xcb runtime, a virtual X server for tray screenshots, Neovim for the
   # third-party LSP client smoke test, Node for the VS Code extension.
@@ -37,7 +37,7 @@ if [ ! -x .venv/bin/python ]; then
   "$python" -m venv .venv
 fi
 stamp=.venv/.rootguard-installed
-extras=lsp,tray,mcp
+extras=tray,mcp
 [ "$want_test" = 1 ] && extras=test
 # The test extras include the others, so a test install serves the demo too.
 if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ] || ! grep -qxE "$extras|test" "$stamp"; then

@@ -284,9 +284,32 @@ def test_a_credential_file_renamed_away_is_reported_as_still_in_history(tmp_path
     git(repo, "commit", "-q", "-m", "config")
     git(repo, "mv", ".env", "settings.txt")  # same content: git would call it a rename
     git(repo, "commit", "-q", "-m", "move")
-    (git_dir,) = inventory([], [str(repo)]).git
+    report = inventory([], [str(repo)])
+    (git_dir,) = report.git
     assert git_dir.commits == 3
-    assert git_dir.deleted_sensitive == (".env",)
+    assert git_dir.deleted_sensitive == ()  # not deleted: moved
+    assert [r.to_json() for r in git_dir.renamed_sensitive] == [
+        {"from": ".env", "to": "settings.txt", "in_tree": True, "credential_name": False}]
+    assert "renamed away from a credential name (old content in history): .env → settings.txt" in (
+        "\n".join(report.describe()))
+
+
+def test_renames_are_told_apart_from_deletions(tmp_path):
+    repo = new_repo(tmp_path / "svc", commits=1)
+    (repo / "old.env").write_text("API_TOKEN=Qw12Er34Ty56Ui78\n")
+    (repo / "prod.tfvars").write_text('db_password = "Zx98Cv76Bn54"\n')
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "config")
+    git(repo, "mv", "old.env", "new.env")
+    git(repo, "rm", "-q", "prod.tfvars")
+    git(repo, "commit", "-q", "-m", "move and delete")
+    report = inventory([], [str(repo)])
+    (git_dir,) = report.git
+    assert git_dir.deleted_sensitive == ("prod.tfvars",)
+    assert [(r.source, r.dest, r.dest_in_tree) for r in git_dir.renamed_sensitive] == [("old.env", "new.env", True)]
+    text = "\n".join(report.describe())
+    assert "deleted but still in history: prod.tfvars" in text
+    assert "renamed (content kept under the new name): old.env → new.env" in text
 
 
 def test_a_history_git_cannot_read_is_unknown_not_empty(tmp_path):
@@ -343,7 +366,8 @@ def test_credential_lines_are_counted_not_shown(tmp_path):
         "NPM_TOKEN=${NPM_TOKEN}\n"
         "DB_PASSWORD=hunter22hunter\n"
         "DB_PASSWORD=hunter22hunter\n"  # the same line twice counts once
-        "AWS_ACCESS_KEY_ID=AKIAIOSFODNN7EXAMPLE\n"
+        "AWS_ACCESS_KEY_ID=AKIAIOSFODNN7REALKEY\n"
+        "AWS_SECRET_ACCESS_KEY=AKIAIOSFODNN7EXAMPLE\n"  # AWS's documented sample key: a placeholder
         "DATABASE_URL=postgres://app:pw1234@db/app\n"
     )
     assert count_credentials(str(env)) == 3
@@ -408,3 +432,88 @@ def test_credential_names_that_depend_on_their_directory():
     assert is_credential_name("credentials", ".aws")
     assert is_credential_name("config.json", ".docker")
     assert is_credential_name("config", ".kube")
+
+
+# ---------------------------------------------------------------- what a person reads
+
+
+def _report(**fields):
+    from lsp_bridge.inventory.model import InventoryReport
+
+    base = dict(before=("/p/app",), after=("/",), added_roots=("/",), widens=True,
+                files_before=10, files_after=5000)
+    return InventoryReport(**{**base, **fields})
+
+
+def test_a_disk_root_union_prints_no_double_slash_and_long_lists_are_shortened():
+    from lsp_bridge.inventory.model import CredentialFile
+
+    creds = tuple(CredentialFile(f"/srv/app{n}/.env", 1) for n in range(335))
+    text = "\n".join(_report(credentials=creds, errors=tuple(f"/x{n}: Permission denied" for n in range(40)))
+                     .describe())
+    assert "//" not in text
+    assert "335 credentials in 335 files: /srv/app0/.env (1)" in text and "(+327 more)" in text
+    assert "Not inventoried (40 places):" in text and "(+32 more)" in text
+
+
+def test_stores_are_grouped_one_line_for_the_repository_store_one_for_the_rest():
+    from lsp_bridge.inventory.model import Store
+
+    stores = (Store("/r/node_modules/.pnpm", 4000),) + tuple(
+        Store(f"/r/fixtures/f{n}/node_modules", 1) for n in range(27))
+    lines = _report(after=("/r",), added_roots=("/r",), stores=stores).describe()
+    store_lines = [line for line in lines if "node_modules" in line]
+    assert store_lines[0] == "Package store r/node_modules/.pnpm: 4,000 files (third-party, not counted above)"
+    assert store_lines[1].startswith("27 other node_modules folders (27 files, not counted above): ")
+    assert store_lines[1].endswith("(+24 more)") and len(store_lines) == 2
+
+
+def test_ci_identities_are_aws_azure_and_gcp_never_secret_references(tmp_path):
+    workflows = tmp_path / "repo" / ".github" / "workflows"
+    workflows.mkdir(parents=True)
+    (workflows / "deploy.yml").write_text(
+        "jobs:\n  aws:\n    steps:\n      - uses: aws-actions/configure-aws-credentials@v4\n"
+        "        with:\n          role-to-assume: ${{ secrets.AWS_ROLE_ARN }}\n"
+        "      - uses: aws-actions/configure-aws-credentials@v4\n"
+        "        with:\n          role-to-assume: arn:aws:iam::123456789012:role/deploy\n"
+        "  azure:\n    steps:\n      - uses: azure/login@v2\n        with:\n"
+        "          client-id: 0b6f3a9e-1c2d-4e5f-8a9b-0c1d2e3f4a5b\n"
+        "          tenant-id: ${{ secrets.AZURE_TENANT_ID }}\n"
+        "  gcp:\n    steps:\n      - uses: google-github-actions/auth@v2\n        with:\n"
+        "          workload_identity_provider: 'projects/123456/locations/global/workloadIdentityPools/gh/providers/gh'\n"
+        "          service_account: deployer@shop-prod.iam.gserviceaccount.com\n")
+    (workflows / "secrets-only.yml").write_text(
+        "steps:\n  - with:\n      role-to-assume: ${{ secrets.AWS_ROLE_ARN }}\n"
+        "      workload_identity_provider: ${{ vars.WIF_PROVIDER }}\n")
+    report = inventory([], [str(tmp_path / "repo")])
+    (ci,) = report.ci_roles
+    assert ci.path.endswith("deploy.yml")
+    assert [(i.cloud, i.kind, i.value) for i in ci.identities] == [
+        ("aws", "role", "arn:aws:iam::123456789012:role/deploy"),
+        ("azure", "client-id", "0b6f3a9e-1c2d-4e5f-8a9b-0c1d2e3f4a5b"),
+        ("gcp", "workload identity provider",
+         "projects/123456/locations/global/workloadIdentityPools/gh/providers/gh"),
+        ("gcp", "service account", "deployer@shop-prod.iam.gserviceaccount.com"),
+    ]
+    text = "\n".join(report.describe())
+    assert "secrets." not in text and "AWS role arn:aws:iam::123456789012:role/deploy" in text
+    assert "Azure client-id 0b6f3a9e" in text
+
+
+@pytest.mark.parametrize("name, text", [
+    (".env.example", "API_KEY=your-api-key-here\nDB_PASSWORD=changeme\nTOKEN=${TOKEN}\nSECRET=<your-key>\n"
+                     "DATABASE_URL=postgres://user:password@localhost/app\nSTRIPE_KEY=sk_test_xxxxxxxxxxxxxxxx\n"),
+    (".env", "API_KEY=<your-key>\nDB_PASSWORD=changeme\nTOKEN=${TOKEN}\nAWS_SECRET=${AWS_SECRET:-}\n"
+             "PASSWORD=\"<password>\"\nAUTH_TOKEN=your_token_here\nDATABASE_URL=postgres://app:changeme@db/app\n"),
+])
+def test_placeholders_are_not_credentials(tmp_path, name, text):
+    (tmp_path / name).write_text(text)
+    assert count_credentials(str(tmp_path / name)) == 0
+
+
+def test_real_values_next_to_placeholders_still_count(tmp_path):
+    (tmp_path / ".env").write_text("API_KEY=<your-key>\nDB_PASSWORD=Qw12Er34Ty56Ui78\n"
+                                   "DATABASE_URL=postgres://app:hunter2xyz@db.internal/app\n")
+    assert count_credentials(str(tmp_path / ".env")) == 2
+    (tmp_path / ".env.example").write_text("AWS_ACCESS_KEY_ID=AKIAIOSFODNN7REALKEY\nDB_PASSWORD=changeme\n")
+    assert count_credentials(str(tmp_path / ".env.example")) == 1

@@ -196,11 +196,11 @@ def test_preview_prints_a_diff_and_changes_nothing(capsys, project):
 @pytest.mark.parametrize(
     ("text", "expected"),
     [
-        (V1, 2),
+        (V1, 1),
         ('version = 2\n[workspace]\nroots = ["."]\n', 0),
-        ("[safety\n", 1),
-        ("version = 2\n[safety]\nallow_any_path = true\n", 1),
-        ('[workspace]\nroots = "."\n', 1),
+        ("[safety\n", 2),
+        ("version = 2\n[safety]\nallow_any_path = true\n", 2),
+        ('[workspace]\nroots = "."\n', 2),
     ],
 )
 def test_check_exit_codes(capsys, project, text, expected):
@@ -214,12 +214,12 @@ def test_check_exit_codes(capsys, project, text, expected):
 def test_check_of_a_missing_file_is_invalid(capsys, tmp_path):
     missing = tmp_path / "nope.toml"
     code, _, err = run(capsys, "--check", str(missing))
-    assert code == 1 and f"configuration file not found: {missing}" in err
+    assert code == 2 and f"configuration file not found: {missing}" in err
 
 
 def test_usage_errors_do_not_look_like_needs_migration(capsys, project):
     code, _, err = run(capsys, "--check", "--write", str(project))
-    assert code == 1 and "not allowed with" in err
+    assert code == 2 and "not allowed with" in err
 
 
 def test_write_keeps_a_backup_and_mode_and_replaces_atomically(capsys, project):
@@ -262,7 +262,7 @@ def test_write_through_a_symlink_keeps_the_link(tmp_path, project):
 def test_write_refuses_an_invalid_file(capsys, project):
     project.write_text("[safety]\nallow_any_path = maybe\n", encoding="utf-8")
     code, _, err = run(capsys, "--write", str(project))
-    assert code == 1 and "invalid TOML" in err
+    assert code == 2 and "invalid TOML" in err
     assert not Path(f"{project}.v1.bak").exists()
 
 
@@ -272,7 +272,7 @@ def test_default_file_is_the_user_config_never_the_cwd(capsys, home, project, mo
     user.parent.mkdir(parents=True)
     user.write_text("[safety]\nallow_temp_directory = false\n", encoding="utf-8")
     code, out, err = run(capsys, "--check")
-    assert code == 2 and f"configuration file: {user}" in err
+    assert code == 1 and f"configuration file: {user}" in err
     code, _, _ = run(capsys, "--write")
     assert code == 0 and user.read_text(encoding="utf-8") == "version = 2\n"
     assert project.read_text(encoding="utf-8") == V1
@@ -288,5 +288,5 @@ def test_rootguard_config_chooses_the_default_file(capsys, home, tmp_path, monke
 
 def test_missing_default_user_file_is_reported(capsys, home):
     code, _, err = run(capsys)
-    assert code == 1 and "configuration file not found" in err
+    assert code == 2 and "configuration file not found" in err
     assert os.fspath(Path(user_config_path())) in err

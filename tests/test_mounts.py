@@ -102,8 +102,8 @@ def test_pnpm_layout_suggests_the_narrow_mount_set(shop: Path):
         str(shop / "tsconfig.base.json"),
     )
     assert result.first_party == (
-        {"link": f"{checkout}/node_modules/@shop/tsconfig", "target": str(shop / "packages" / "tsconfig")},
-        {"link": f"{checkout}/node_modules/@shop/ui", "target": str(shop / "packages" / "ui")},
+        {"link": f"{checkout}/node_modules/@shop/tsconfig", "target": str(shop / "packages" / "tsconfig"), "via": "link"},
+        {"link": f"{checkout}/node_modules/@shop/ui", "target": str(shop / "packages" / "ui"), "via": "link"},
     )
     assert [item["link"] for item in result.unrescuable] == [f"{checkout}/node_modules/legacy"]
     assert "absolute link" in result.unrescuable[0]["reason"]
@@ -150,7 +150,7 @@ def test_scan_skips_git_stores_and_deep_node_modules(shop: Path):
     result = reconcile([str(checkout)], [], repo_toplevel=str(shop))
 
     assert [item["link"] for item in result.unrescuable] == [f"{checkout}/node_modules/legacy"]
-    assert {"link": f"{checkout}/src/deeply/nested/shared", "target": str(shop / "packages" / "ui")} in (
+    assert {"link": f"{checkout}/src/deeply/nested/shared", "target": str(shop / "packages" / "ui"), "via": "link"} in (
         result.first_party
     )
 
@@ -394,7 +394,7 @@ def test_to_json_matches_the_status_mounts_object(shop: Path):
     assert data["docker_args"][:2] == ["-v", f"{checkout}:/workspace/packages/checkout:rw"]
     assert set(data["suggested"][0]) == {"source", "target", "mode", "reason"}
     assert set(data["unrescuable"][0]) == {"link", "target", "reason"}
-    assert set(data["first_party"][0]) == {"link", "target"}
+    assert set(data["first_party"][0]) == {"link", "target", "via"}
     json.dumps(data)
 
 

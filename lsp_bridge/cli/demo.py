@@ -15,7 +15,7 @@ import tempfile
 
 from lsp_bridge.cli.demo_repo import build_monorepo
 from lsp_bridge.core.session import open_session
-from lsp_bridge.inventory.report import format_roots, roots_report
+from lsp_bridge.inventory.report import format_roots, roots_report, union_notes
 from lsp_bridge.inventory.scan import inventory
 
 
@@ -30,7 +30,7 @@ def run_demo(*, keep: bool = False, as_json: bool = False) -> int:
         narrow = open_session([demo.narrow], env=env)
         wide = open_session([demo.narrow, demo.repo], env=env)
         assert narrow.scope is not None and wide.scope is not None  # open_session built them
-        report = inventory(narrow.scope.union.paths, wide.scope.union.paths)
+        report = inventory(narrow.scope.union.paths, wide.scope.union.paths, notes=union_notes(narrow, wide))
         widenings = wide.scope.union.widenings_from(narrow.scope.union)
         if as_json:
             out = {
@@ -41,21 +41,31 @@ def run_demo(*, keep: bool = False, as_json: bool = False) -> int:
             }
             print(json.dumps(out, indent=2))
             return 0
-        print(f"Demo monorepo built in {workdir}\n")
-        print(f"1. The editor opens {demo.narrow}")
-        print(_indent(format_roots(roots_report(narrow, with_mounts=False))))
-        print(f"\n2. The engineer adds the repository root {demo.repo}")
-        print(_indent(format_roots(roots_report(wide, with_mounts=False))))
-        print("\n3. Root Guard's widening warning:")
+        # Paths below the temporary folder are shown as "…/shop": the report reads the
+        # same on every run (the README's excerpt is this output, checked by a test).
+        lines = [f"Demo monorepo built in {workdir} (shown as … below)", ""]
+        lines.append(f"1. The editor opens {demo.narrow}")
+        lines.append(_indent(format_roots(roots_report(narrow, with_mounts=False))))
+        lines.append(f"\n2. The engineer adds the repository root {demo.repo}")
+        lines.append(_indent(format_roots(roots_report(wide, with_mounts=False))))
+        lines.append("\n3. Root Guard's widening warning:")
         for widening in widenings:
-            print(f"   ⚠ {widening.describe()}")
-        print(_indent("\n".join(report.describe())))
+            lines.append(f"   ⚠ {widening.describe()}")
+        lines.append(_indent("\n".join(report.describe())))
+        text = "\n".join(lines[:1] + [_short(line, workdir) for line in lines[1:]])
+        print(text)
         if keep:
             print(f"\n(kept {workdir})")
         return 0
     finally:
         if not keep:
             shutil.rmtree(workdir, ignore_errors=True)
+
+
+def _short(text: str, workdir: str) -> str:
+    for prefix in dict.fromkeys((os.path.realpath(workdir), workdir)):
+        text = text.replace(prefix, "…")
+    return text
 
 
 def _indent(text: str, pad: str = "   ") -> str:

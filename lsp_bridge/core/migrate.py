@@ -280,9 +280,8 @@ def write_migration(path: str) -> MigrationResult:
 
 
 class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> NoReturn:  # usage errors exit 1: 2 means "needs migration"
-        self.print_usage(sys.stderr)
-        self.exit(1, f"{self.prog}: error: {message}\n")
+    def error(self, message: str) -> NoReturn:  # bad input: one line, exit 2
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -294,7 +293,7 @@ def _parser() -> argparse.ArgumentParser:
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument("--write", action="store_true", help="apply, keeping FILE.v1.bak")
     mode.add_argument(
-        "--check", action="store_true", help="exit 0 if current, 2 if it needs migration, 1 if invalid"
+        "--check", action="store_true", help="exit 0 if current, 1 if it needs migration, 2 if invalid"
     )
     parser.add_argument("file", nargs="?", metavar="FILE")
     return parser
@@ -305,30 +304,37 @@ def _say(message: str) -> None:
 
 
 def main_migrate(args: list[str]) -> int:
-    """``rootguard config migrate [--write] [--check] [FILE]``; returns the exit code."""
+    """``rootguard config migrate [--write] [--check] [FILE]``; returns the exit code.
+
+    0: written, previewed or already current; 1: needs migration (``--check``);
+    2: bad input (usage, missing or unreadable file, invalid TOML or schema).
+    """
     try:
         options = _parser().parse_args(args)
     except SystemExit as stop:
-        return stop.code if isinstance(stop.code, int) else 1
+        return stop.code if isinstance(stop.code, int) else 2
+    if options.file is not None and not options.file:
+        _say("error: FILE is empty")
+        return 2
     try:
         path = os.path.abspath(options.file) if options.file else user_config_path(os.environ)
     except ValueError as exc:
         _say(f"error: {exc}")
-        return 1
+        return 2
     _say(f"configuration file: {path}")
     text, problem = read_config_text(path)
     if problem is not None:
         _say(problem.format())
-        return 1
+        return 2
     assert text is not None  # read_config_text returns text or a problem
     result = migrate_text(text, path)
     for diagnostic in result.diagnostics:
         _say(diagnostic.format())
     if not result.ok:
-        return 1
+        return 2
     if options.check:
         _say("needs migration to version 2" if result.changed else "current: version 2")
-        return 2 if result.changed else 0
+        return 1 if result.changed else 0
     if not result.changed:
         _say("already version 2: nothing to do")
         return 0
@@ -354,7 +360,7 @@ def _apply(path: str) -> int:
         for diagnostic in written.diagnostics:
             if diagnostic.severity == "error":
                 _say(diagnostic.format())
-        return 1
+        return 2
     for change in written.changes:
         _say(f"  {change}")
     _say(f"wrote {path} (original kept as {written.backup})")

@@ -114,9 +114,9 @@ def build_scope(folders: Sequence[str], config: Config, *, locate: Locator | Non
             worktree_roots.append(root)
             if config.worktrees == "ignore" or sibling.path not in usable or not os.path.isdir(target):
                 continue
-            why = f"{config.worktrees}d linked worktree of {toplevel}" if config.worktrees == "include" else (
-                f"linked worktree of {toplevel} (approval required)"
-            )
+            what = "main checkout" if sibling.is_main else "linked worktree"
+            why = f"{what} of the repository of {toplevel}"
+            why = f"included {why}" if config.worktrees == "include" else f"{why} (approval required)"
             extra.append(Candidate(target, "worktree", why))
 
     union = compute_union([*base, *extra])
@@ -140,9 +140,14 @@ def _v1_widening(config: Config, diagnostics: list[Diagnostic]) -> list[Candidat
     if config.version != 1:
         return []
     if config.allow_any_path:
-        diagnostics.append(
-            Diagnostic("warning", "any-path", "version 1 allow_any_path = true: every path on this machine is allowed")
+        message = (
+            "version 1 allow_any_path = true in the project file: a project file cannot widen the "
+            "boundary, so every path outside it needs approval"
+            if config.safety_source == "project"
+            else "version 1 allow_any_path = true: every path on this machine is allowed"
         )
+        diagnostics.append(Diagnostic("warning", "any-path", message, config.project_file
+                                      if config.safety_source == "project" else config.user_file))
         return [Candidate(os.sep, "any-path", "version 1 [safety] allow_any_path = true")]
     if config.allow_temp_directory:
         return [Candidate(tempfile.gettempdir(), "temp", "version 1 allows the OS temporary directory")]

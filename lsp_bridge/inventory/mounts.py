@@ -646,6 +646,7 @@ class _Plan:
     union: tuple[str, ...]
     roots: list[MountSuggestion] = field(default_factory=list)
     stores: dict[str, MountSuggestion] = field(default_factory=dict)  # by lexical store path
+    modules: dict[str, MountSuggestion] = field(default_factory=dict)  # node_modules above a root
     files: dict[str, MountSuggestion] = field(default_factory=dict)  # by host path
     unrescuable: dict[str, dict] = field(default_factory=dict)
     first_party: dict[str, dict] = field(default_factory=dict)
@@ -660,7 +661,7 @@ class _Plan:
         return any(is_within(key, entry) for entry in self.folded)
 
     def in_store(self, path: str) -> bool:
-        return any(is_within(path, store) for store in self.stores)
+        return any(is_within(path, store) for store in (*self.stores, *self.modules))
 
 
 def reconcile(union: Sequence[str], mounts: Sequence[Mount], *, repo_toplevel: str | None = None) -> Reconciliation:
@@ -670,8 +671,11 @@ def reconcile(union: Sequence[str], mounts: Sequence[Mount], *, repo_toplevel: s
     top = _canonical_entries([repo_toplevel], diagnostics)[0] if repo_toplevel else None
     plan = _Plan(tuple(entries), diagnostics=diagnostics)
     budget = [MAX_SCAN_ENTRIES]
-    for root, layout in _layouts(entries, top).items():
+    layouts = _layouts(entries, top)
+    for root, layout in layouts.items():
         _plan_root(root, layout, plan, budget)
+    for layout in {layout.toplevel: layout for layout in layouts.values()}.values():
+        _plan_store_backlinks(layout, plan, budget)
     if budget[0] <= 0:
         diagnostics.append(
             Diagnostic("information", "mount-scan-truncated", f"symlink scan stopped after {MAX_SCAN_ENTRIES} entries")
@@ -682,12 +686,15 @@ def reconcile(union: Sequence[str], mounts: Sequence[Mount], *, repo_toplevel: s
     diagnostics += [_outside_union_warning(m) for m in outside]
     first_party = [item for item in plan.first_party.values() if item["target"] not in plan.files]
     diagnostics += [_first_party_note(item) for item in first_party]
-    first_party = [{"link": item["link"], "target": item["target"]} for item in first_party]
+    first_party = [{"link": item["link"], "target": item["target"], "via": item.get("via", "link")}
+                   for item in first_party]
     return Reconciliation(
         mounts=tuple(mounts),
         roots_without_mount=tuple(without),
         mounts_outside_union=tuple(outside),
-        suggested=tuple(plan.roots + sorted(plan.stores.values(), key=_by_target) + sorted(plan.files.values(), key=_by_target)),
+        suggested=tuple(plan.roots + sorted(plan.modules.values(), key=_by_target)
+                        + sorted(_uncovered(plan.stores, plan.modules), key=_by_target)
+                        + sorted(plan.files.values(), key=_by_target)),
         unrescuable=tuple(plan.unrescuable.values()),
         first_party=tuple(first_party),
         single_files=tuple(sorted(plan.files)),
@@ -717,8 +724,133 @@ def _plan_root(root: str, layout: _Layout, plan: _Plan, budget: list[int]) -> No
     plan.roots.append(MountSuggestion(root, target, "rw", "workspace root"))
     for link in _scan_links(root, budget):
         _plan_link(link, layout, plan)
-    for opened, real in _extends_chain(root, plan.diagnostics):
+    _plan_package_modules(root, layout, plan, budget)
+    chain = _extends_chain(root, plan.diagnostics)
+    for opened, real in chain:
         _plan_config_file(opened, real, layout, plan)
+    _plan_types(chain, layout, plan, budget)
+
+
+def _ancestors_below(path: str, top: str) -> Iterator[str]:
+    """``path``'s parent, its parent... up to and including ``top`` (nothing when outside it)."""
+    current = os.path.dirname(path)
+    while is_within(current, top):
+        yield current
+        if current == top:
+            return
+        parent = os.path.dirname(current)
+        if parent == current:
+            return
+        current = parent
+
+
+def _add_modules(directory: str, reason: str, layout: _Layout, plan: _Plan, budget: list[int]) -> bool:
+    """Suggest ``directory`` (a node_modules folder outside the union) read-only; scan its links."""
+    if plan.inside_union(directory) or not os.path.isdir(directory):
+        return False
+    target = layout.container(directory)
+    if target is None:
+        return False
+    if directory not in plan.modules:
+        plan.modules[directory] = MountSuggestion(os.path.realpath(directory), target, "ro", reason)
+        for link in _scan_node_modules(directory, budget):
+            _plan_link(link, layout, plan)
+    return True
+
+
+def _plan_package_modules(root: str, layout: _Layout, plan: _Plan, budget: list[int]) -> None:
+    """The node_modules of the packages above a narrow root (``packages/vite`` for
+    ``packages/vite/src/node``): Node resolves the root's imports there."""
+    for directory in _ancestors_below(root, layout.toplevel):
+        if directory == layout.toplevel:
+            return  # the repository's own node_modules: only when something needs it (types)
+        modules = os.path.join(directory, "node_modules")
+        reason = (f"node_modules of the package {relative_to(directory, layout.toplevel)} above the root: "
+                  "Node resolves the root's imports from here")
+        _add_modules(modules, reason, layout, plan, budget)
+
+
+def _type_package(name: str) -> tuple[str, ...]:
+    """Folder names under node_modules a ``types`` entry can resolve to, in TypeScript's order."""
+    parts = name.split("/")
+    package = parts[:2] if name.startswith("@") else parts[:1]
+    at_types = "@types/" + ("__".join(p.lstrip("@") for p in package) if name.startswith("@") else package[0])
+    return (at_types, "/".join(package))
+
+
+def _plan_types(chain: list[tuple[str, str]], layout: _Layout, plan: _Plan, budget: list[int]) -> None:
+    """``compilerOptions.types`` of the root's tsconfig files: where each resolves, and that it is mounted."""
+    needs: dict[str, list[tuple[str, str]]] = {}  # node_modules dir -> [(type, tsconfig)]
+    for opened, real in chain:
+        data, text, _ = _load_json(real, comments=True)
+        options = data.get("compilerOptions") if isinstance(data, dict) else None
+        types = options.get("types") if isinstance(options, dict) else None
+        if not isinstance(types, list):
+            continue
+        for name in (t for t in types if isinstance(t, str) and t and not t.startswith((".", "/"))):
+            found = _resolve_type(name, os.path.dirname(opened))
+            if found is None:
+                plan.diagnostics.append(Diagnostic(
+                    "warning", "tsconfig-types-missing",
+                    f"types entry {name!r} resolves to no package from {os.path.dirname(opened)}",
+                    real, _locate(text, name)))
+                continue
+            if not plan.inside_union(found):
+                needs.setdefault(found, []).append((name, real))
+    for modules, users in needs.items():
+        names = ", ".join(dict.fromkeys(repr(name) for name, _ in users))
+        files = ", ".join(dict.fromkeys(tsconfig for _, tsconfig in users))
+        reason = f"tsconfig types {names} resolve here (needed by {files})"
+        if modules in plan.modules:
+            continue
+        if not _add_modules(modules, reason, layout, plan, budget):
+            plan.diagnostics.append(Diagnostic(
+                "warning", "mount-types-outside-repository",
+                f"tsconfig types {names} resolve from {modules}, outside the repository {layout.toplevel}: "
+                f"no mount under {layout.base} can hold it", users[0][1]))
+            continue
+        for name, tsconfig in users:
+            plan.diagnostics.append(Diagnostic(
+                "warning", "mount-types-from-above",
+                f"types entry {name!r} resolves from {modules}, above the root: mounted read-only "
+                "in the suggested set", tsconfig, _locate(_load_json(tsconfig, comments=True)[1], name)))
+
+
+def _resolve_type(name: str, start: str) -> str | None:
+    """The node_modules folder a ``types`` entry resolves from, walking up from ``start``."""
+    candidates = _type_package(name)
+    directory = start
+    while True:
+        modules = os.path.join(directory, "node_modules")
+        if any(os.path.exists(os.path.join(modules, *c.split("/"))) for c in candidates):
+            return modules
+        parent = os.path.dirname(directory)
+        if parent == directory:
+            return None
+        directory = parent
+
+
+def _plan_store_backlinks(layout: _Layout, plan: _Plan, budget: list[int]) -> None:
+    """Store entries that link back into first-party packages (pnpm's ``x@1_vite@packages+vite``):
+    flagged, as any link to first-party source outside the union."""
+    stores = [s for s in plan.stores if is_within(s, layout.toplevel)]
+    stores += [os.path.join(m, ".pnpm") for m in plan.modules if is_within(m, layout.toplevel)
+               and os.path.isdir(os.path.join(m, ".pnpm"))]
+    for store in dict.fromkeys(stores):
+        for entry in _entries(store, budget):
+            if entry.name.startswith(".") or not _is_dir(entry):
+                continue
+            modules = os.path.join(entry.path, "node_modules")
+            for link in _scan_node_modules(modules, budget):
+                before = len(plan.first_party)
+                _plan_link(link, layout, plan)
+                if len(plan.first_party) > before:
+                    plan.first_party[link]["via"] = "store"
+
+
+def _uncovered(stores: dict[str, MountSuggestion], modules: dict[str, MountSuggestion]) -> list[MountSuggestion]:
+    """Store suggestions not already inside a suggested node_modules mount."""
+    return [s for path, s in stores.items() if not any(is_within(path, m) for m in modules)]
 
 
 def _plan_link(link: str, layout: _Layout, plan: _Plan) -> None:
@@ -808,10 +940,11 @@ def _outside_union_warning(mount: Mount) -> Diagnostic:
 
 def _first_party_note(item: dict) -> Diagnostic:
     what = "a workspace sibling package" if item["package"] else "repository content outside the root"
+    where = "a package-store entry links back to" if item.get("via") == "store" else "points at"
     return Diagnostic(
         "information",
         "mount-first-party-link",
-        f"{item['link']} points at {what} ({item['target']}): first-party source; mount it read-only and add "
-        "it as a root only if you would hand it over on purpose, or build outside the sandbox",
+        f"{item['link']}: {where} {what} ({item['target']}): first-party source, left out of the "
+        "suggested mounts; add it as a root only if you would hand it over on purpose",
         item["link"],
     )

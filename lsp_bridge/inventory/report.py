@@ -6,14 +6,26 @@ Shared by the CLI and the language server so both say the same thing.
 from __future__ import annotations
 
 from lsp_bridge.core.diagnostics import Diagnostic
+from lsp_bridge.inventory.text import LIST_LIMIT, one_line, plural, show_path
 
 
 def warnings_of(diagnostics) -> list[dict]:
+    """Errors and warnings as ``{"severity", "code", "message"}``; the message leads with
+    file:line:column when there is one (and never repeats the severity)."""
     return [
-        {"severity": d.severity, "code": d.code, "message": d.format() if d.file else d.message}
+        {"severity": d.severity, "code": d.code, "message": _located(d)}
         for d in diagnostics
         if d.severity in ("error", "warning")
     ]
+
+
+def _located(d: Diagnostic) -> str:
+    if not d.file:
+        return d.message
+    where = d.file
+    if d.range is not None:
+        where += f":{d.range.start_line + 1}:{d.range.start_column + 1}"
+    return d.message if d.message.startswith(d.file) else f"{where}: {d.message}"
 
 
 def roots_report(session, *, with_mounts: bool = True) -> dict:
@@ -52,21 +64,46 @@ def mounts_report(session):
     return result
 
 
+def union_notes(before, after) -> list[str]:
+    """What a person should know about how the union followed the folders (sessions before and after).
+
+    ``ROOTGUARD_ROOTS`` or ``workspace.roots`` replace the folders; ``worktrees = "include"``
+    adds the same folder of every sibling checkout. Said where it happens, in true words.
+    """
+    configs = before.configs()
+    config = configs[0][1] if configs else None
+    if config is not None and config.roots is not None:
+        if config.roots_source == "environment":
+            return ["ROOTGUARD_ROOTS sets the roots, so the folders given here do not change the union"]
+        return [f"workspace.roots in the {config.roots_source} configuration sets the roots, "
+                "so the folders given here do not change the union"]
+    old = set(before.scope.union.paths)
+    added = [e for e in after.scope.union.entries if e.origin == "worktree" and e.path not in old]
+    return [f"{show_path(e.path)} is there because worktrees = \"include\" adds the same folder of every "
+            "checkout of the repository (set worktrees = \"request\" or \"ignore\" to change that)"
+            for e in added]
+
+
 def format_roots(data: dict) -> str:
-    lines = [f"Effective union ({len(data['union'])} {'entry' if len(data['union']) == 1 else 'entries'}):"]
+    lines = [f"Effective union ({plural(len(data['union']), 'entry', 'entries')}):"]
     for entry in data["entries"]:
-        lines.append(f"  {entry['path']}    ({entry['reason']})")
+        lines.append(f"  {show_path(entry['path'])}    ({one_line(entry['reason'])})")
     if not data["union"]:
         lines.append("  (empty: every access is denied)")
     if data["shadowed"]:
         lines.append("Shadowed (contained in another entry, so they add nothing):")
         for s in data["shadowed"]:
-            lines.append(f"  {s['path']}    inside {s['by']}")
+            lines.append(f"  {show_path(s['path'])}    inside {show_path(s['by'])}")
     if data["worktrees"]:
         lines.append("Linked worktrees:")
         for w in data["worktrees"]:
             flags = "".join([" locked" if w["locked"] else "", " prunable" if w["prunable"] else ""])
-            lines.append(f"  {w['path']}    mode={w['mode']}{flags}")
+            lines.append(f"  {show_path(w['path'])}    mode={w['mode']}{flags}")
+        added = [e for e in data["entries"] if e.get("origin") == "worktree"]
+        if added and data["worktrees"][0]["mode"] == "include":
+            lines.append(f"  worktrees = \"include\" (the default) added {plural(len(added), 'folder')} "
+                         "of the other checkouts to the union; set worktrees = \"request\" or \"ignore\" "
+                         "in the configuration to change that")
     mounts = data.get("mounts")
     if mounts:
         text = format_mounts(mounts, heading=False)
@@ -75,26 +112,42 @@ def format_roots(data: dict) -> str:
             lines.append(text)
     if data["warnings"]:
         lines.append("Warnings:")
-        lines += [f"  {w['severity']}: {w['message']}" for w in data["warnings"]]
+        lines += [f"  {w['severity']}: {one_line(w['message'])}" for w in data["warnings"]]
     return "\n".join(lines)
 
 
 def format_mounts(data: dict, *, heading: bool = True) -> str:
     lines = ["Mount reconciliation:"] if heading else []
     for m in data.get("mounts", []):
-        lines.append(f"  {m['source']} -> {m['target']} ({m['mode']}, {m.get('origin', 'config')})")
+        lines.append(f"  {show_path(m['source'])} -> {m['target']} ({m['mode']}, {m.get('origin', 'config')})")
     for root in data.get("roots_without_mount", []):
-        lines.append(f"  ! root {root} has no mount behind it: the server will see nothing there")
+        lines.append(f"  ! root {show_path(root)} has no mount behind it: the server will see nothing there")
     for m in data.get("mounts_outside_union", []):
-        lines.append(f"  ! mount {m['source']} is outside the union: the kernel allows what the server refuses")
+        lines.append(f"  ! mount {show_path(m['source'])} is outside the union: "
+                     "the kernel allows what the server refuses")
     if data.get("suggested"):
         lines.append("  Suggested narrow mount set:")
         for s in data["suggested"]:
-            lines.append(f"    {s['source']} -> {s['target']}:{s['mode']}    ({s['reason']})")
-    for item in data.get("first_party", []):
-        lines.append(f"  first-party link {item['link']} -> {item['target']}: mount it only if you mean to hand it over")
-    for item in data.get("unrescuable", []):
-        lines.append(f"  absolute link {item['link']} -> {item['target']}: no mount can rescue it")
+            lines.append(f"    {show_path(s['source'])} -> {s['target']}:{s['mode']}    ({one_line(s['reason'])})")
+    first_party = data.get("first_party", [])
+    for item in first_party[:LIST_LIMIT]:
+        what = ("package-store entry links back to a workspace sibling package"
+                if item.get("via") == "store" else "first-party link")
+        lines.append(f"  {what} {show_path(item['link'])} -> {show_path(item['target'])}: "
+                     "left out; mount it only if you mean to hand it over")
+    if len(first_party) > LIST_LIMIT:
+        lines.append(f"  (+{len(first_party) - LIST_LIMIT:,} more first-party links; --json lists them all)")
+    unrescuable = data.get("unrescuable", [])
+    for item in unrescuable[:LIST_LIMIT]:
+        lines.append(f"  unrescuable link {show_path(item['link'])} -> {show_path(item['target'])}: "
+                     "no mount can rescue it")
+    if len(unrescuable) > LIST_LIMIT:
+        lines.append(f"  (+{len(unrescuable) - LIST_LIMIT:,} more such links; --json lists them all)")
     for path in data.get("single_files", []):
-        lines.append(f"  single file above the root to mount: {path}")
+        lines.append(f"  single file above the root to mount: {show_path(path)}")
+    if data.get("warnings"):
+        lines.append("Warnings:")
+        lines += [f"  {w['severity']}: {one_line(w['message'])}" for w in data["warnings"]]
+    if heading and len(lines) == 1:
+        lines.append("  (nothing to mount or reconcile)")
     return "\n".join(lines)

@@ -1,4 +1,4 @@
-"""What a set of roots exposes, and what adding a folder hands over (seed 000).
+"""What a set of roots exposes, and what adding a folder hands over (seed 000): the walk.
 
 Files are the regular files under the union, links not followed. ``.git``
 directories and package-manager stores are reported on their own lines and
@@ -6,8 +6,12 @@ not counted. ``InventoryCache`` scans each directory once and keeps per-director
 counts and small lists (never per-file objects); a file watcher keeps it current
 with ``file_changed``, which rescans one directory and adjusts its ancestors.
 
+The report model is ``model``; git discovery and history are ``history``
+(discovery through ``core.worktrees``, the one validated ``.git`` reader); CI
+identities are ``ci``; credential counting is ``secrets``.
+
 Nothing here returns or logs a file's contents: paths, counts, commit counts,
-names of deleted files and CI role identifiers (which are not secrets) only.
+names of deleted files and CI identities (which are not secrets) only.
 """
 
 from __future__ import annotations
@@ -15,13 +19,20 @@ from __future__ import annotations
 import os
 import re
 import stat
-import subprocess
 import threading
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
-from typing import TypeVar
+from dataclasses import dataclass, field, replace
 
 from lsp_bridge.core.paths import is_within
+from lsp_bridge.inventory.ci import read_identities
+from lsp_bridge.inventory.history import (
+    _History,
+    common_dir_of,
+    disk_usage,
+    enclosing_checkout,
+    git_key,
+)
+from lsp_bridge.inventory.model import CiRoles, CredentialFile, GitDir, InventoryReport, Store
 from lsp_bridge.inventory.secrets import (
     CREDENTIAL_NAME_PATTERN,
     CREDENTIAL_NAME_STARTS,
@@ -32,16 +43,11 @@ from lsp_bridge.inventory.secrets import (
     load_detectors,
 )
 
+__all__ = ["InventoryCache", "InventoryReport", "inventory", "warm_up"]
+
 Progress = Callable[[str], None]
 
-T = TypeVar("T")
-
 MANIFESTS = frozenset({"package.json", "pyproject.toml", "Cargo.toml", "go.mod"})
-GIT_TIMEOUT = 30.0
-# Git processes running at once: a folder of fifty repositories reads their
-# histories a few at a time, not all together.
-_GIT_SLOTS = threading.BoundedSemaphore(4)
-_MAX_ROLE_FILE = 1 << 20
 _DIR, _GIT, _STORE = 0, 1, 2
 _CI_FILES = frozenset({".gitlab-ci.yml", ".gitlab-ci.yaml"})
 _SPECIAL_NAMES = frozenset({".git", ".pnpm", ".pnpm-store", "node_modules", "cache", "unplugged"})
@@ -54,164 +60,6 @@ _INTERESTING = re.compile(
     r"(?<![^\x00])(?:\.git|package\.json|pyproject\.toml|Cargo\.toml|go\.mod"
     r"|\.gitlab-ci\.ya?ml|" + CREDENTIAL_NAME_PATTERN + r")(?![^\x00])"
 )
-
-
-# ---------------------------------------------------------------- report data
-
-
-@dataclass(frozen=True)
-class CredentialFile:
-    path: str
-    count: int
-
-    def to_json(self) -> dict:
-        return {"path": self.path, "count": self.count}
-
-
-@dataclass(frozen=True)
-class GitDir:
-    """A repository's (common) git directory, reached from ``via`` checkouts."""
-
-    path: str
-    bytes: int
-    commits: int | None  # None when git could not tell
-    deleted_sensitive: tuple[str, ...] | None = ()  # None when git could not tell
-    via: tuple[str, ...] = ()
-
-    def to_json(self) -> dict:
-        return {"path": self.path, "bytes": self.bytes, "commits": self.commits,
-                "deleted_sensitive": None if self.deleted_sensitive is None
-                else list(self.deleted_sensitive), "via": list(self.via)}
-
-
-@dataclass(frozen=True)
-class CiRoles:
-    path: str
-    roles: tuple[str, ...]
-
-    def to_json(self) -> dict:
-        return {"path": self.path, "roles": list(self.roles)}
-
-
-@dataclass(frozen=True)
-class Store:
-    path: str
-    files: int
-
-    def to_json(self) -> dict:
-        return {"path": self.path, "files": self.files}
-
-
-@dataclass(frozen=True)
-class InventoryReport:
-    """What the after-union exposes that the before-union did not."""
-
-    before: tuple[str, ...]
-    after: tuple[str, ...]
-    added_roots: tuple[str, ...]
-    widens: bool
-    files_before: int
-    files_after: int
-    credentials: tuple[CredentialFile, ...] = ()
-    git: tuple[GitDir, ...] = ()
-    siblings: tuple[str, ...] = ()
-    ci_roles: tuple[CiRoles, ...] = ()
-    stores: tuple[Store, ...] = ()
-    errors: tuple[str, ...] = field(default=())
-
-    @property
-    def ratio(self) -> float:
-        return round(self.files_after / max(self.files_before, 1), 1)
-
-    def to_json(self) -> dict:
-        return {
-            "widens": self.widens,
-            "files_before": self.files_before,
-            "files_after": self.files_after,
-            "ratio": self.ratio,
-            "credentials": [c.to_json() for c in self.credentials],
-            "git": [g.to_json() for g in self.git],
-            "siblings": list(self.siblings),
-            "ci_roles": [r.to_json() for r in self.ci_roles],
-            "stores": [s.to_json() for s in self.stores],
-            "added_roots": list(self.added_roots),
-            "before": list(self.before),
-            "after": list(self.after),
-            "errors": list(self.errors),
-        }
-
-    def summary_line(self) -> str:
-        """One line for a status bar, e.g. ``×180: +60,660 files, 3 secrets files, .git (53 commits)``."""
-        if not self.widens:
-            return "no widening"
-        parts = [f"+{self.files_after - self.files_before:,} files"]
-        if self.credentials:
-            parts.append(_plural(len(self.credentials), "secrets file"))
-        for git in self.git:
-            commits = "?" if git.commits is None else f"{git.commits:,}"
-            parts.append(f".git ({commits} commits)")
-        return f"×{_ratio_text(self.ratio)}: " + ", ".join(parts)
-
-    def describe(self) -> list[str]:
-        """Human lines for the widening warning (names and counts only)."""
-        if not self.widens:
-            return ["The union does not widen: every new folder is already inside it."]
-        show = self._display
-        added = ", ".join(self.added_roots)
-        lines = [f"Adding {added} widens the union: {self.files_before:,} → "
-                 f"{self.files_after:,} files (×{_ratio_text(self.ratio)})."]
-        if self.credentials:
-            total = sum(c.count for c in self.credentials)
-            items = ", ".join(f"{show(c.path)} ({c.count})" for c in self.credentials)
-            lines.append(f"{_plural(total, 'credential')} in "
-                         f"{_plural(len(self.credentials), 'file')}: {items}")
-        for git in self.git:
-            commits = "unknown number of" if git.commits is None else f"{git.commits:,}"
-            line = f"Git history {show(git.path)}: {_size(git.bytes)}, {commits} commits"
-            if git.deleted_sensitive is None:
-                line += "; could not list the files deleted from history"
-            elif git.deleted_sensitive:
-                line += "; deleted but still in history: " + ", ".join(git.deleted_sensitive)
-            lines.append(line)
-        if self.siblings:
-            names = ", ".join(show(s) for s in self.siblings[:8])
-            more = f" (+{len(self.siblings) - 8} more)" if len(self.siblings) > 8 else ""
-            lines.append(f"{_plural(len(self.siblings), 'first-party package')} "
-                         f"now readable: {names}{more}")
-        for ci in self.ci_roles:
-            lines.append(f"CI workflow {show(ci.path)} names cloud role "
-                         + ", ".join(ci.roles))
-        for store in self.stores:
-            lines.append(f"Package store {show(store.path)}: {store.files:,} files "
-                         "(third-party, not counted above)")
-        lines.extend(f"Not inventoried: {error}" for error in self.errors)
-        return lines
-
-    def _display(self, path: str) -> str:
-        """``path`` as <root name>/<relative>, relative to the after-root holding it."""
-        for root in sorted(self.after, key=len, reverse=True):
-            if is_within(path, root):
-                rel = os.path.relpath(path, root).replace(os.sep, "/")
-                name = os.path.basename(root) or root
-                return name if rel == "." else f"{name}/{rel}"
-        return path
-
-
-def _plural(count: int, noun: str) -> str:
-    return f"{count:,} {noun}" + ("" if count == 1 else "s")
-
-
-def _ratio_text(ratio: float) -> str:
-    return f"{ratio:,.0f}" if ratio >= 10 else f"{ratio:g}"
-
-
-def _size(count: int) -> str:
-    size = float(count)
-    for unit in ("B", "KB", "MB", "GB"):
-        if size < 1000 or unit == "GB":
-            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
-        size /= 1000
-    return f"{count} B"
 
 
 # ---------------------------------------------------------------- the cache
@@ -241,7 +89,7 @@ class _Exposure:
     credentials: dict[str, int] = field(default_factory=dict)
     git: dict[str, list[str]] = field(default_factory=dict)  # common dir -> via
     manifests: set[str] = field(default_factory=set)
-    roles: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    roles: dict[str, tuple] = field(default_factory=dict)  # path -> (identities, capped)
     stores: dict[str, int] = field(default_factory=dict)
     errors: list[str] = field(default_factory=list)
 
@@ -280,11 +128,15 @@ class InventoryCache:
     # ------------------------------------------------------------ public API
 
     def report(self, before: Sequence[str], after: Sequence[str], *,
-               progress: Progress | None = None) -> InventoryReport:
-        """What ``after`` exposes beyond ``before`` (both lists of absolute paths)."""
+               progress: Progress | None = None, notes: Sequence[str] = ()) -> InventoryReport:
+        """What ``after`` exposes beyond ``before`` (both lists of absolute paths).
+
+        ``notes`` say why the union may not follow the folders (shown when it does not widen).
+        """
         with self._lock:
             self._apply_queued()
-            return self._report(_collapse(before), _collapse(after), progress)
+            report = self._report(_collapse(before), _collapse(after), progress)
+        return replace(report, notes=tuple(notes)) if notes else report
 
     def file_changed(self, path: str) -> None:
         """A file or directory at ``path`` was created, modified or deleted (applied now)."""
@@ -340,7 +192,7 @@ class InventoryCache:
                 progress: Progress | None) -> InventoryReport:
         added = tuple(r for r in new if not _within_any(r, old))
         for root in added:  # git reads the history while we walk the tree
-            common = _repository_at(root)
+            common = common_dir_of(root)[0]
             if common:
                 self._history(common, progress)
         for root in dict.fromkeys((*old, *new)):
@@ -360,7 +212,7 @@ class InventoryCache:
             siblings=tuple(sorted(
                 d for d in seen_after.manifests - seen_before.manifests
                 if not any(is_within(r, d) for r in old))),
-            ci_roles=tuple(CiRoles(p, r) for p, r in sorted(seen_after.roles.items())
+            ci_roles=tuple(CiRoles(p, *r) for p, r in sorted(seen_after.roles.items())
                            if p not in seen_before.roles),
             stores=tuple(Store(p, n) for p, n in sorted(seen_after.stores.items())
                          if p not in seen_before.stores),
@@ -412,7 +264,7 @@ class InventoryCache:
             self._store(path, entry)
             if parent is not None:
                 links.append((entry, parent))
-            prefix = path + os.sep
+            prefix = path if path.endswith(os.sep) else path + os.sep
             for name in entry.subdirs:
                 child = prefix + name
                 cached = dirs.get(child)
@@ -471,11 +323,11 @@ class InventoryCache:
             elif name in MANIFESTS:
                 entry.manifest = True
             elif name in _CI_FILES or (workflows and name.endswith((".yml", ".yaml"))):
-                roles.append(_reuse(old_roles.get(name), path, name, _read_roles))
+                roles.append(_reuse(old_roles.get(name), path, name, read_identities))
             elif is_credential_name(name, dir_name):
                 creds.append(_reuse(old_creds.get(name), path, name, count_credentials))
         entry.creds = tuple(creds)
-        entry.roles = tuple(r for r in roles if r[1])
+        entry.roles = tuple(r for r in roles if r[1][0])
 
     def _add_special(self, path: str, kind: int) -> None:
         entry = _Dir(kind)
@@ -596,9 +448,11 @@ class InventoryCache:
         for special in _outermost(inside(self._specials)):
             self._expose_special(special, seen)
         for d in inside(self._gitlink_dirs):
-            common = _common_dir_from_gitfile(os.path.join(d, ".git"))
+            common, why = common_dir_of(d)
             if common:
                 seen.git.setdefault(common, []).append(d)
+            elif why:
+                seen.errors.append(why)
         seen.errors += [msg for path, msg in self._errors.items() if _within_any(path, union)]
         return seen
 
@@ -624,10 +478,14 @@ class InventoryCache:
             if entry.files:
                 seen.stores[path] = entry.files
             return
-        git_dir = _enclosing_git_dir(path)
-        common = _common_dir_of(git_dir) if git_dir else None
-        if common and git_dir:
-            seen.git.setdefault(common, []).append(os.path.dirname(git_dir))
+        checkout = enclosing_checkout(path)
+        common = common_dir_of(checkout)[0] if checkout else None
+        if checkout and not common and os.path.isdir(os.path.join(checkout, ".git")):
+            # A .git directory inside the union is exposed whatever its layout: report it
+            # (history unknown if git cannot read it); nothing it points at is followed.
+            common = os.path.join(checkout, ".git")
+        if common and checkout:
+            seen.git.setdefault(common, []).append(checkout)
             if entry.dirty:
                 self._git_size_stale.add(common)
                 entry.dirty = False
@@ -636,7 +494,7 @@ class InventoryCache:
 
     def _history(self, common: str, progress: Progress | None) -> _History:
         """The history reading of ``common``: the cached one while no ref moved, else a new one."""
-        key = _git_key(common)
+        key = git_key(common)
         history = self._histories.get(common)
         if history is None or history.key != key:
             if progress:
@@ -651,38 +509,14 @@ class InventoryCache:
         if size is None or size[0] != history.key or common in self._git_size_stale:
             size = self._git_sizes[common] = (history.key, self._du(common))
             self._git_size_stale.discard(common)
-        commits, deleted = history.result()
-        return GitDir(common, size[1], commits, deleted, via)
+        commits, lost = history.result()
+        deleted, renamed = (None, ()) if lost is None else lost
+        return GitDir(common, size[1], commits, deleted, via, renamed)
 
     def _du(self, top: str) -> int:
-        """Apparent size of ``top`` like ``du -sb``: files, directories and links, once per inode."""
-        try:
-            total = os.lstat(top).st_size
-        except OSError:
-            return 0
-        seen_inodes: set[tuple[int, int]] = set()
-        stack = [top]
-        while stack:
-            path = stack.pop()
-            self.dirs_scanned += 1
-            try:
-                with os.scandir(path) as listing:
-                    items = list(listing)
-            except OSError:
-                continue
-            for item in items:
-                try:
-                    info = item.stat(follow_symlinks=False)
-                except OSError:  # gone since the listing (git gc, a fetch)
-                    continue
-                if item.is_dir(follow_symlinks=False):
-                    stack.append(item.path)
-                elif info.st_nlink > 1:
-                    inode = (info.st_dev, info.st_ino)
-                    if inode in seen_inodes:
-                        continue
-                    seen_inodes.add(inode)
-                total += info.st_size
+        counter = [0]
+        total = disk_usage(top, counter)
+        self.dirs_scanned += counter[0]
         return total
 
 
@@ -697,9 +531,9 @@ def warm_up() -> None:
 
 
 def inventory(before: Sequence[str], after: Sequence[str], *,
-              progress: Progress | None = None) -> InventoryReport:
+              progress: Progress | None = None, notes: Sequence[str] = ()) -> InventoryReport:
     """One-shot ``InventoryCache().report(before, after)``."""
-    return InventoryCache().report(before, after, progress=progress)
+    return InventoryCache().report(before, after, progress=progress, notes=notes)
 
 
 # ---------------------------------------------------------------- helpers
@@ -735,13 +569,6 @@ def _worth_a_look(listing: str) -> bool:
     if _DOTTED_HINT(listing):
         return True
     return any(start in listing for start in _DOTLESS_HINTS)
-
-
-def _mtime(path: str) -> int:
-    try:
-        return os.lstat(path).st_mtime_ns
-    except OSError:
-        return -1
 
 
 def _stat_key(path: str) -> tuple[int, int]:
@@ -792,189 +619,3 @@ def _kind_of_path(path: str) -> int:
         current = os.path.join(current, part)
     return _DIR
 
-
-# ---------------------------------------------------------------- CI roles
-
-_ROLE_KEYS = re.compile(
-    r"(?:role-to-assume|role_to_assume|role-arn|role_arn|workload[_-]identity[_-]provider"
-    r"|service[_-]account)\s*:\s*[\"']?(\$\{\{.*?\}\}|[^\s\"'#]+)"
-)
-_ARN = re.compile(r"arn:aws[\w-]*:iam::\d{12}:role/[\w+=,.@/-]+")
-_ROLE_SHAPES = re.compile(
-    r"arn:aws[\w-]*:iam::\d{12}:role/[\w+=,.@/-]+"
-    r"|projects/[\w.-]+/locations/[\w.-]+/workloadIdentityPools/[\w./-]+"
-    r"|[\w.+-]+@[\w.-]+\.iam\.gserviceaccount\.com"
-    r"|\$\{\{[^}]{1,120}\}\}"
-)
-_MAX_ROLES = 20
-
-
-def _read_roles(path: str) -> tuple[str, ...]:
-    """Cloud role identifiers a CI file names (ARNs, workload identity, service accounts)."""
-    try:
-        with open(path, "rb") as handle:
-            text = handle.read(_MAX_ROLE_FILE).decode("utf-8", errors="replace")
-    except OSError:
-        return ()
-    found = [m.group(1) for m in _ROLE_KEYS.finditer(text)] + _ARN.findall(text)
-    roles = [value for value in found if _ROLE_SHAPES.fullmatch(value)]
-    return tuple(dict.fromkeys(roles))[:_MAX_ROLES]
-
-
-# ---------------------------------------------------------------- git directories
-
-
-def _repository_at(root: str) -> str | None:
-    """The common git directory of the ``.git`` directory or file directly in ``root``."""
-    dot_git = os.path.join(root, ".git")
-    try:
-        mode = os.lstat(dot_git).st_mode
-    except OSError:
-        return None
-    if stat.S_ISDIR(mode):
-        return _common_dir_of(dot_git)
-    return _common_dir_from_gitfile(dot_git) if stat.S_ISREG(mode) else None
-
-
-def _enclosing_git_dir(path: str) -> str | None:
-    """``path`` up to and including its last ``.git`` component."""
-    parts = path.split(os.sep)
-    for index in range(len(parts) - 1, -1, -1):
-        if parts[index] == ".git":
-            return os.sep.join(parts[:index + 1]) or None
-    return None
-
-
-def _common_dir_of(git_dir: str) -> str | None:
-    """A git directory's common directory (itself, unless it names one in ``commondir``)."""
-    if not os.path.isdir(git_dir):
-        return None
-    try:
-        with open(os.path.join(git_dir, "commondir"), encoding="utf-8") as handle:
-            pointer = handle.read().strip()
-    except OSError:
-        return os.path.realpath(git_dir)
-    common = os.path.realpath(os.path.join(git_dir, pointer))
-    return common if os.path.isdir(common) else None
-
-
-def _common_dir_from_gitfile(gitfile: str) -> str | None:
-    """The common git directory a ``.git`` file (``gitdir: ...``) leads to, if any."""
-    try:
-        with open(gitfile, encoding="utf-8") as handle:
-            first = handle.readline(4096).strip()
-    except (OSError, UnicodeDecodeError):
-        return None
-    if not first.startswith("gitdir:"):
-        return None
-    pointer = first[len("gitdir:"):].strip()
-    admin = os.path.join(os.path.dirname(gitfile), pointer)
-    return _common_dir_of(os.path.normpath(admin))
-
-
-def _git_key(common: str) -> tuple:
-    """Changes when a ref moves or objects arrive (commit, fetch, gc)."""
-    return tuple(_mtime(os.path.join(common, name)) for name in _GIT_KEY_FILES)
-
-
-_GIT_KEY_FILES = ("HEAD", "packed-refs", "FETCH_HEAD", os.path.join("logs", "HEAD"),
-                  os.path.join("refs", "heads"), os.path.join("objects", "pack"))
-
-
-class _History:
-    """Commit count and deleted credential files of one repository, read in the background.
-
-    Git runs in its own processes, so the history is read while the tree is
-    walked; ``result()`` waits for both answers. ``key`` is the ``_git_key``
-    the reading started from.
-    """
-
-    def __init__(self, common: str, key: tuple) -> None:
-        self.key = key
-        self._commits = _in_background(_commit_count, common)
-        self._deleted = _in_background(_deleted_sensitive, common)
-
-    def result(self) -> tuple[int | None, tuple[str, ...] | None]:
-        return self._commits(), self._deleted()
-
-
-def _in_background(function: Callable[..., T], *args: object) -> Callable[[], T | None]:
-    """Start ``function(*args)`` in a daemon thread; the returned callable waits for its value.
-
-    The value is None when the function raised: for git that means "could not tell".
-    """
-    box: list[T | None] = [None]
-
-    def run() -> None:
-        try:
-            box[0] = function(*args)
-        except Exception:  # reported as unknown, never as "none"
-            box[0] = None
-
-    thread = threading.Thread(target=run, name="rootguard-git", daemon=True)
-    try:
-        thread.start()
-    except RuntimeError:  # no thread to spare: answer now
-        run()
-        return lambda: box[0]
-
-    def wait() -> T | None:
-        thread.join()
-        return box[0]
-
-    return wait
-
-
-def _git_env() -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
-    env.update({"GIT_OPTIONAL_LOCKS": "0", "GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C"})
-    return env
-
-
-def _git(common: str, *args: str, data: bytes | None = None) -> bytes | None:
-    """Run a read-only git command against ``common``; None on any failure."""
-    command = ["git", f"--git-dir={common}", "-c", "core.fsmonitor=false",
-               "-c", "log.showSignature=false", *args]
-    try:
-        with _GIT_SLOTS:
-            result = subprocess.run(command, input=data, capture_output=True, env=_git_env(),
-                                    timeout=GIT_TIMEOUT, check=False)
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return result.stdout if result.returncode == 0 else None
-
-
-def _commit_count(common: str) -> int | None:
-    out = _git(common, "rev-list", "--all", "--count")
-    try:
-        return int(out.strip()) if out is not None else None
-    except ValueError:
-        return None
-
-
-def _deleted_sensitive(common: str) -> tuple[str, ...] | None:
-    """Credential-named files deleted in some commit and absent from HEAD (names only).
-
-    None when git failed or timed out: "we could not tell" is never shown as "none".
-    Without rename detection (faster), a credential file renamed away is listed
-    too: its old name is gone from HEAD while its content stays in history.
-    """
-    out = _git(common, "log", "--all", "--no-renames", "--diff-filter=D", "--name-only",
-               "-z", "--format=")
-    if out is None:
-        return None
-    unique = {n.strip("\n") for n in out.decode("utf-8", errors="replace").split("\x00")}
-    names = sorted(n for n in unique if n and "\n" not in n and _is_sensitive_name(n))
-    if not names:
-        return ()
-    query = "".join(f"HEAD:{n}\n" for n in names).encode()
-    answer = _git(common, "cat-file", "--batch-check", data=query)
-    if answer is None:
-        return tuple(names)
-    lines = answer.decode("utf-8", errors="replace").splitlines()
-    return tuple(n for n, line in zip(names, lines, strict=False) if line.endswith(" missing"))
-
-
-def _is_sensitive_name(relative: str) -> bool:
-    parts = relative.split("/")
-    return is_credential_name(parts[-1], parts[-2] if len(parts) > 1 else "")

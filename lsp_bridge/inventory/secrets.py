@@ -315,10 +315,17 @@ _NAME_COLON_VALUE = re.compile(r"""^["']?([A-Za-z_][\w.\-]*)["']?\s*:\s*(.*)$"""
 _NETRC_PASSWORD = re.compile(r"\b(?:password|passwd)\s+(\S+)")
 _REFERENCE = re.compile(r"^(?:\$|\{\{|<.*>$|%\(|(?:var|local|data|module)\.|env\()")
 _PLACEHOLDER = re.compile(
-    r"^(?:x+|\*+|\.+|-+|changeme|change_me|placeholder|redacted|todo|tbd|none|null|nil|"
-    r"undefined|true|false|yes|no|on|off|your[_\-].*|example.*|dummy|secret|password)$",
+    r"^(?:x+|\*+|\.+|-+|changeme|change_me|changeit|replace[_\-]?me|placeholder|redacted|todo|tbd|"
+    r"none|null|nil|undefined|true|false|yes|no|on|off|(?:your|my|insert|enter|put)[_\-\s].*|"
+    r"example.*|.*[_\-](?:here|goes[_\-]here)|dummy.*|fake.*|sample.*|secret|password|pass|"
+    r"<[^>]*>|\$\{[^}]*\}|\$[A-Za-z_][A-Za-z0-9_]*|.*x{6,}.*|.*example.*)$",
     re.IGNORECASE,
 )
+# ``.env.example`` and friends hold sample values: only a value with a known secret
+# shape (a detector hit) counts there, never a name-based guess.
+_EXAMPLE_FILE = re.compile(r"(?:^|[._\-])(?:example|sample|template|dist|tmpl|tpl)(?:$|[._\-])",
+                           re.IGNORECASE)
+_URL_PASSWORD = re.compile(r"://[^:/?#\[\]@\s]+:([^/?#\[\]@\s]+)@")
 _NUMBER = re.compile(r"^[+\-]?[0-9_.]+[smhdkKMG]?$")
 
 
@@ -377,13 +384,40 @@ def _assignment_is_credential(name: str, value: str) -> bool:
     return bool(words & _WEAK_WORDS) and _looks_random(value)
 
 
-def line_is_credential(line: str) -> bool:
-    """Whether one text line carries a credential (detectors or name heuristics)."""
+def is_placeholder(value: str) -> bool:
+    """A sample value: ``changeme``, ``${VAR}``, ``<your-key>``, ``your_token_here``, ``xxxxxx``..."""
+    return bool(_REFERENCE.match(value) or _PLACEHOLDER.match(value))
+
+
+def _placeholder_line(text: str) -> bool:
+    """An assignment (or URL) whose secret part is a placeholder: not a credential."""
+    for password in _URL_PASSWORD.findall(text):
+        if is_placeholder(password):
+            return True
+    assignment = _split_assignment(text)
+    if assignment is None:
+        return False
+    value = _clean_value(assignment[1])
+    return bool(value) and not _URL.match(value) and is_placeholder(value)
+
+
+def is_example_file(path: str) -> bool:
+    """``.env.example``, ``secrets.sample.yaml``, ``example.env``...: sample values by intent."""
+    return _EXAMPLE_FILE.search(os.path.basename(path)) is not None
+
+
+def line_is_credential(line: str, *, shapes_only: bool = False) -> bool:
+    """Whether one text line carries a credential (detectors or name heuristics).
+
+    Placeholders never count. ``shapes_only``: only a detector hit counts (example files).
+    """
     text = line.strip()
-    if not text:
+    if not text or _placeholder_line(text):
         return False
     if _detector_fires(text):
         return True
+    if shapes_only:
+        return False
     if text.startswith(("#", "//", ";", "<!--")):
         return False
     assignment = _split_assignment(text)
@@ -414,15 +448,16 @@ def count_credentials(path: str) -> int:
         return 0
     if b"\x00" in data[:_SNIFF_BYTES]:
         return name_only
-    return count_credential_lines(data.decode("utf-8", errors="replace").splitlines())
+    return count_credential_lines(data.decode("utf-8", errors="replace").splitlines(),
+                                  shapes_only=is_example_file(path))
 
 
-def count_credential_lines(lines) -> int:
+def count_credential_lines(lines, *, shapes_only: bool = False) -> int:
     """Distinct lines among ``lines`` that carry a credential."""
     seen: set[int] = set()
     for line in lines:
         key = hash(line.strip())
-        if key not in seen and line_is_credential(line):
+        if key not in seen and line_is_credential(line, shapes_only=shapes_only):
             seen.add(key)
     return len(seen)
 

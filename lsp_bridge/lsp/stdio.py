@@ -127,7 +127,10 @@ def main(argv: list[str] | None = None) -> int:
 
     parser = argparse.ArgumentParser(prog="rootguard lsp", description="Root Guard language server (stdio)")
     parser.add_argument("--stdio", action="store_true", help="talk LSP on stdin/stdout (the default and only transport)")
-    parser.add_argument("--log-level", default=os.environ.get("ROOTGUARD_LOG", "WARNING"))
+    parser.add_argument("--log-level", default=os.environ.get("ROOTGUARD_LOG", "WARNING"),
+                        choices=["DEBUG", "INFO", "WARNING", "ERROR", "debug", "info", "warning", "error"],
+                        metavar="LEVEL", help="log to stderr from LEVEL up: debug, info, warning (default, "
+                        "or $ROOTGUARD_LOG), error")
     args = parser.parse_args(argv)
     logging.basicConfig(stream=sys.stderr, level=args.log_level.upper(), format="rootguard: %(levelname)s %(message)s")
     stdin, stdout = sys.stdin.buffer, sys.stdout.buffer

@@ -148,7 +148,10 @@ class RootTracker:
 
     def summary(self) -> str:
         count = len(self.session.folders)
+        entries = len(self.scope.union.paths)
         roots = f"{count} root{'s' if count != 1 else ''}"
+        if entries and entries != count:  # worktrees or configured roots: say what the union holds
+            roots += f", union of {entries} entr{'ies' if entries != 1 else 'y'}"
         if not self.scope.union.paths:
             return "no root: every access is denied" if count else "no folder open"
         if not self.widened:
@@ -161,7 +164,8 @@ class RootTracker:
         if creds:
             parts.append(f"{creds} secrets file{'s' if creds != 1 else ''}")
         for repo in inv.get("git", [])[:1]:
-            parts.append(f".git ({repo['commits']:,} commits)")
+            commits = repo.get("commits")
+            parts.append(f".git ({'?' if commits is None else format(commits, ',')} commits)")
         return f"⚠ union ×{_ratio(inv.get('ratio'))}: " + ", ".join(parts)
 
     def widening_headline(self) -> str:

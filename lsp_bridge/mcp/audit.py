@@ -21,6 +21,7 @@ import fcntl
 import hashlib
 import json
 import os
+import stat
 import sys
 import time
 from collections.abc import Iterable, Iterator
@@ -260,23 +261,62 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Exit 0 shown (or no log yet), 2 bad input: a --file that is missing, a directory or unreadable."""
     args = build_parser().parse_args(argv)
     if args.lines is not None and args.lines < 0:
-        print("rootguard audit: --lines must be >= 0", file=sys.stderr)
-        return 2
+        return _bad("--lines must be >= 0")
+    if args.file is not None and not args.file:
+        return _bad("--file is empty")
     path = os.path.abspath(args.file) if args.file else audit_path()
+    problem = _unreadable(path, explicit=args.file is not None)
+    if problem:
+        return _bad(problem)
     if not args.follow and not os.path.exists(path):
         print(f"rootguard audit: no decisions logged yet ({path})", file=sys.stderr)
         return 0
-    follower = Follower(path)
-    older = [r for name in _rotated_files(path) for r in read_records(name)] if args.all else []
-    records = _selected(older + follower.poll(), args)
-    if args.lines is not None:
-        records = records[-args.lines:] if args.lines else []
-    _print(records, args.json)
-    if args.follow:
-        return _follow(follower, args)
+    try:
+        follower = Follower(path)
+        older = [r for name in _rotated_files(path) for r in read_records(name)] if args.all else []
+        records = _selected(older + follower.poll(), args)
+        if args.lines is not None:
+            records = records[-args.lines:] if args.lines else []
+        _print(records, args.json)
+        if args.follow:
+            return _follow(follower, args)
+    except BrokenPipeError:  # `rootguard audit | head`: the reader has what it wanted
+        _silence_stdout()
+    except OSError as err:
+        return _bad(f"cannot read {path}: {err.strerror or err}")
     return 0
+
+
+def _bad(message: str) -> int:
+    print(f"rootguard audit: {message}", file=sys.stderr)
+    return 2
+
+
+def _unreadable(path: str, *, explicit: bool) -> str | None:
+    """Why ``path`` cannot be read as a log; a missing default log is not a problem."""
+    try:
+        info = os.stat(path)
+    except FileNotFoundError:
+        return f"{path}: no such file" if explicit else None
+    except OSError as err:
+        return f"{path}: {err.strerror}"
+    if stat.S_ISDIR(info.st_mode):
+        return f"{path} is a directory, not a decision log"
+    if not os.access(path, os.R_OK):
+        return f"{path}: permission denied"
+    return None
+
+
+def _silence_stdout() -> None:
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):
+        pass
 
 
 def _rotated_files(path: str) -> list[str]:
@@ -307,8 +347,6 @@ def _follow(follower: Follower, args, poll_seconds: float = 0.5) -> int:
             _print(_selected(follower.poll(), args), args.json)
             time.sleep(poll_seconds)
     except KeyboardInterrupt:
-        return 0
-    except BrokenPipeError:
         return 0
 
 

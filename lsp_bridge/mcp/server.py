@@ -615,6 +615,12 @@ def check_roots(given: Sequence[str]) -> tuple[list[str], list[str]]:
     return roots, errors
 
 
+def _configuration_errors(roots: Sequence[str]) -> list:
+    from lsp_bridge.core.session import open_session
+
+    return [d for d in open_session(roots).config_diagnostics() if d.severity == "error"]
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     roots, errors = check_roots(args.root)
@@ -626,6 +632,11 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     if not roots and sys.stdin.isatty():
         print(NO_ROOTS, file=sys.stderr)
+        return 2
+    broken = _configuration_errors(roots)
+    for diagnostic in broken:  # an invalid configuration never starts a server (it would deny all)
+        print(f"rootguard mcp: {diagnostic.format()}", file=sys.stderr)
+    if broken:
         return 2
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr, format="rootguard mcp: %(message)s")
     server = GuardedServer(

@@ -1,0 +1,62 @@
+"""Progress on stderr for long work, only when a person is watching.
+
+``progress(title)`` is a context manager yielding a callback that takes a
+status line. Nothing is drawn for work that ends within ``DELAY`` seconds, when
+stderr is not a terminal, or when disabled (``--json``): scripts and pipes see
+nothing. Drawn with rich's transient status spinner, which clears itself.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+import threading
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from rich.status import Status
+
+DELAY = 0.5
+
+
+@contextlib.contextmanager
+def progress(title: str, *, enabled: bool = True) -> Iterator[Callable[[str], None]]:
+    if not (enabled and sys.stderr.isatty()):
+        yield _ignore
+        return
+    from rich.console import Console
+
+    console = Console(stderr=True)
+    message = [title]
+    shown: list[Status] = []  # the spinner, once DELAY has passed
+    lock = threading.Lock()
+    stopped = threading.Event()
+
+    def show() -> None:
+        with lock:
+            if not shown and not stopped.is_set():
+                shown.append(console.status(message[0]))
+                shown[0].start()
+
+    def update(text: str) -> None:
+        with lock:
+            message[0] = f"{title}: {text}"
+            if shown:
+                shown[0].update(message[0])
+
+    timer = threading.Timer(DELAY, show)
+    timer.daemon = True
+    timer.start()
+    try:
+        yield update
+    finally:
+        stopped.set()
+        timer.cancel()
+        with lock:
+            if shown:
+                shown[0].stop()
+
+
+def _ignore(_message: str) -> None:
+    return None

@@ -1,0 +1,287 @@
+"""Git history of a repository the union reaches: where it is, its size, commits and lost files.
+
+Where: ``common_dir_of(checkout)`` asks ``core.worktrees.locate`` -- the one
+validated ``.git`` discovery (a ``.git`` file is followed only when its target
+points back at it; ``gitdir: /`` and other implausible targets are refused).
+What: git runs in its own processes (``_History``), read while the tree is
+walked: the commit count, credential-named files deleted from history, and
+those renamed (kept apart: a move whose content is still in the tree is not a
+lost secret, but a credential renamed *away* from a credential name is shown).
+
+Nothing here returns a file's contents: names and counts only.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import threading
+from collections.abc import Callable
+from typing import TypeVar
+
+from lsp_bridge.inventory.model import Renamed
+from lsp_bridge.inventory.secrets import is_credential_name
+
+GIT_TIMEOUT = 30.0
+# Git processes running at once: a folder of fifty repositories reads their
+# histories a few at a time, not all together.
+_GIT_SLOTS = threading.BoundedSemaphore(4)
+T = TypeVar("T")
+_HASH = re.compile(r"[0-9a-f]{40}(?:[0-9a-f]{24})?")
+
+
+# ---------------------------------------------------------------- where
+
+
+def common_dir_of(checkout: str) -> tuple[str | None, str | None]:
+    """(common git dir, None) for the ``.git`` directly in ``checkout``; (None, why) when refused.
+
+    (None, None) when ``checkout`` holds no ``.git``.
+    """
+    if not os.path.lexists(os.path.join(checkout, ".git")):
+        return None, None
+    from lsp_bridge.core import worktrees  # here, not at import: importing the inventory stays cheap
+
+    try:
+        found = worktrees.locate(checkout)
+    except (OSError, ValueError) as err:
+        return None, f"{os.path.join(checkout, '.git')}: {err}"
+    if found.status == "found" and found.location is not None:
+        return found.location.common_dir, None
+    problems = [d for d in found.diagnostics if d.severity in ("error", "warning")]
+    why = problems[-1].message if problems else "not a usable git directory"
+    return None, f"{os.path.join(checkout, '.git')}: {why}"
+
+
+def enclosing_checkout(path: str) -> str | None:
+    """The directory holding the last ``.git`` component of ``path`` (``/r`` for ``/r/.git/x``)."""
+    parts = path.split(os.sep)
+    for index in range(len(parts) - 1, -1, -1):
+        if parts[index] == ".git":
+            return os.sep.join(parts[:index]) or os.sep
+    return None
+
+
+def git_key(common: str) -> tuple:
+    """Changes when a ref moves or objects arrive (commit, fetch, gc)."""
+    return tuple(_mtime(os.path.join(common, name)) for name in _GIT_KEY_FILES)
+
+
+_GIT_KEY_FILES = ("HEAD", "packed-refs", "FETCH_HEAD", os.path.join("logs", "HEAD"),
+                  os.path.join("refs", "heads"), os.path.join("objects", "pack"))
+
+
+def _mtime(path: str) -> int:
+    try:
+        return os.lstat(path).st_mtime_ns
+    except OSError:
+        return -1
+
+
+def disk_usage(top: str, counter: list[int] | None = None) -> int:
+    """Apparent size of ``top`` like ``du -sb``: files, directories and links, once per inode."""
+    try:
+        total = os.lstat(top).st_size
+    except OSError:
+        return 0
+    seen_inodes: set[tuple[int, int]] = set()
+    stack = [top]
+    while stack:
+        path = stack.pop()
+        if counter is not None:
+            counter[0] += 1
+        try:
+            with os.scandir(path) as listing:
+                items = list(listing)
+        except OSError:
+            continue
+        for item in items:
+            try:
+                info = item.stat(follow_symlinks=False)
+            except OSError:  # gone since the listing (git gc, a fetch)
+                continue
+            if item.is_dir(follow_symlinks=False):
+                stack.append(item.path)
+            elif info.st_nlink > 1:
+                inode = (info.st_dev, info.st_ino)
+                if inode in seen_inodes:
+                    continue
+                seen_inodes.add(inode)
+            total += info.st_size
+    return total
+
+
+# ---------------------------------------------------------------- what
+
+class _History:
+    """Commit count and deleted credential files of one repository, read in the background.
+
+    Git runs in its own processes, so the history is read while the tree is
+    walked; ``result()`` waits for both answers. ``key`` is the ``_git_key``
+    the reading started from.
+    """
+
+    def __init__(self, common: str, key: tuple) -> None:
+        self.key = key
+        self._commits = _in_background(_commit_count, common)
+        self._lost = _in_background(_lost_sensitive, common)
+
+    def result(self) -> tuple[int | None, Lost | None]:
+        return self._commits(), self._lost()
+
+
+def _in_background(function: Callable[..., T], *args: object) -> Callable[[], T | None]:
+    """Start ``function(*args)`` in a daemon thread; the returned callable waits for its value.
+
+    The value is None when the function raised: for git that means "could not tell".
+    """
+    box: list[T | None] = [None]
+
+    def run() -> None:
+        try:
+            box[0] = function(*args)
+        except Exception:  # reported as unknown, never as "none"
+            box[0] = None
+
+    thread = threading.Thread(target=run, name="rootguard-git", daemon=True)
+    try:
+        thread.start()
+    except RuntimeError:  # no thread to spare: answer now
+        run()
+        return lambda: box[0]
+
+    def wait() -> T | None:
+        thread.join()
+        return box[0]
+
+    return wait
+
+
+def _git_env() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+    env.update({"GIT_OPTIONAL_LOCKS": "0", "GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C"})
+    return env
+
+
+def _git(common: str, *args: str, data: bytes | None = None) -> bytes | None:
+    """Run a read-only git command against ``common``; None on any failure."""
+    command = ["git", f"--git-dir={common}", "-c", "core.fsmonitor=false",
+               "-c", "log.showSignature=false", *args]
+    try:
+        with _GIT_SLOTS:
+            result = subprocess.run(command, input=data, capture_output=True, env=_git_env(),
+                                    timeout=GIT_TIMEOUT, check=False)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return result.stdout if result.returncode == 0 else None
+
+
+def _commit_count(common: str) -> int | None:
+    out = _git(common, "rev-list", "--all", "--count")
+    try:
+        return int(out.strip()) if out is not None else None
+    except ValueError:
+        return None
+
+
+Lost = tuple[tuple[str, ...], tuple[Renamed, ...]]
+
+
+def _lost_sensitive(common: str) -> Lost | None:
+    """(deleted, renamed) credential-named files gone from HEAD (names only).
+
+    None when git failed or timed out: "we could not tell" is never shown as
+    "none". A fast pass without rename detection finds the commits that removed
+    a credential-named path; only those commits are diffed again with rename
+    detection, to tell a deletion from a move.
+    """
+    out = _git(common, "log", "--all", "--no-renames", "--diff-filter=D", "--name-only",
+               "-z", "--format=%x01%H")
+    if out is None:
+        return None
+    commits: list[str] = []
+    names: set[str] = set()
+    for chunk in out.decode("utf-8", errors="replace").split("\x01")[1:]:
+        commit, _, rest = chunk.partition("\x00")
+        found = {n.strip("\n") for n in rest.split("\x00")}
+        found = {n for n in found if n and "\n" not in n and _is_sensitive_name(n)}
+        if found and _HASH.fullmatch(commit.strip()):
+            commits.append(commit.strip())
+            names |= found
+    names_gone = _missing_from_head(common, sorted(names))
+    if names_gone is None:
+        return None
+    if not names_gone:
+        return (), ()
+    moved = _renames(common, commits, set(names_gone))
+    if moved is None:
+        return tuple(names_gone), ()
+    deleted_outright, renames = moved
+    renamed_only = {source for source in renames if source not in deleted_outright}
+    present = set(_present_in_head(common, sorted({renames[s] for s in renamed_only})) or ())
+    renamed = tuple(
+        Renamed(source, renames[source], renames[source] in present,
+                _is_sensitive_name(renames[source]))
+        for source in sorted(renamed_only))
+    deleted = tuple(n for n in names_gone if n not in renamed_only)
+    return deleted, renamed
+
+
+def _renames(common: str, commits: list[str], wanted: set[str]) -> tuple[set[str], dict[str, str]] | None:
+    """(deleted outright, {old: new}) for ``wanted`` paths in ``commits``, renames detected."""
+    if not commits:
+        return set(), {}
+    out = _git(common, "diff-tree", "--stdin", "--no-commit-id", "-r", "-M", "--name-status", "-z",
+               data="".join(c + "\n" for c in commits).encode())
+    if out is None:
+        return None
+    tokens = out.decode("utf-8", errors="replace").split("\x00")
+    deleted: set[str] = set()
+    renames: dict[str, str] = {}
+    index = 0
+    while index < len(tokens):
+        status = tokens[index]
+        if status.startswith(("R", "C")) and index + 2 < len(tokens):
+            source, dest = tokens[index + 1], tokens[index + 2]
+            if status.startswith("R") and source in wanted:
+                renames.setdefault(source, dest)
+            index += 3
+        elif status and index + 1 < len(tokens):
+            if status == "D" and tokens[index + 1] in wanted:
+                deleted.add(tokens[index + 1])
+            index += 2
+        else:
+            index += 1
+    return deleted, renames
+
+
+def _head_check(common: str, names: list[str]) -> list[bool] | None:
+    """For each name, whether HEAD has it (None when git could not tell)."""
+    if not names:
+        return []
+    query = "".join(f"HEAD:{n}\n" for n in names).encode()
+    answer = _git(common, "cat-file", "--batch-check", data=query)
+    if answer is None:
+        return None
+    lines = answer.decode("utf-8", errors="replace").splitlines()
+    if len(lines) != len(names):
+        return None
+    return [not line.endswith(" missing") for line in lines]
+
+
+def _missing_from_head(common: str, names: list[str]) -> list[str] | None:
+    present = _head_check(common, names)
+    if present is None:
+        return names if names else []
+    return [n for n, here in zip(names, present, strict=True) if not here]
+
+
+def _present_in_head(common: str, names: list[str]) -> list[str] | None:
+    present = _head_check(common, names)
+    return None if present is None else [n for n, here in zip(names, present, strict=True) if here]
+
+
+def _is_sensitive_name(relative: str) -> bool:
+    parts = relative.split("/")
+    return is_credential_name(parts[-1], parts[-2] if len(parts) > 1 else "")

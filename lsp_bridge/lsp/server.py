@@ -92,6 +92,8 @@ class RootGuardServer(LanguageServer):
     def send_status(self) -> None:
         status = self.tracker.status()
         status["approver"] = self.approver()
+        if self._watcher is not None and self._watcher.limit_note:
+            status["watch_limit"] = self._watcher.limit_note
         self.protocol.notify(STATUS, status)
         if self._tray is not None:
             self._tray.publish_status(status)
@@ -250,7 +252,8 @@ class RootGuardServer(LanguageServer):
 
         if self._watcher is None:
             loop = asyncio.get_running_loop()
-            self._watcher = Watcher(lambda batch: loop.call_soon_threadsafe(self.on_files_changed, batch))
+            self._watcher = Watcher(lambda batch: loop.call_soon_threadsafe(self.on_files_changed, batch),
+                                    on_limit=lambda: loop.call_soon_threadsafe(self.send_status))
         session = self.tracker.session
         plan = plan_watches(
             config_files=session.config_files(),

@@ -300,6 +300,14 @@ def _version() -> str:
         return __version__
 
 
+class _VersionAction(argparse.Action):
+    """``--version``: the package metadata is read only when asked (importlib.metadata costs ~30 ms)."""
+
+    def __call__(self, parser, namespace, values, option_string=None) -> NoReturn:
+        print(f"rootguard {_version()}")
+        parser.exit()
+
+
 class _Parser(argparse.ArgumentParser):
     """Usage errors are one line on stderr and exit 2 (``--json``: an error object too)."""
 
@@ -320,7 +328,7 @@ def _parser() -> argparse.ArgumentParser:
         epilog="Exit codes: 0 success (check: allow), 1 check: deny, 3 check: request, "
                "2 bad input or invalid configuration. See docs/cli.md.",
     )
-    parser.add_argument("--version", action="version", version=f"rootguard {_version()}")
+    parser.add_argument("--version", action=_VersionAction, nargs=0, help="show the version and exit")
     sub = parser.add_subparsers(metavar="COMMAND", parser_class=_Parser)
 
     p = sub.add_parser("roots", help="effective roots of FOLDERs: union, shadowed entries, worktrees",

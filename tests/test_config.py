@@ -120,10 +120,11 @@ policies = { read = "allow", write = "deny" }
     assert config.roots == (str(repo),) and config.roots_source == "project"
     assert config.worktrees == "ignore"
     assert config.approval_timeout == 10.0  # tables merge key by key
-    by_id = {rule.id: rule for rule in config.paths}
-    assert [rule.id for rule in config.paths] == ["grant", "shared"]
-    assert by_id["grant"].source == "user"  # a project file never erases user grants
-    shared = by_id["shared"]
+    by_id = {(rule.source, rule.id): rule for rule in config.paths}
+    # ids are per source: the project's "shared" never replaces the user's (PRODUCT.md "Layering")
+    assert [(rule.source, rule.id) for rule in config.paths] == [("user", "grant"), ("user", "shared"), ("project", "shared")]
+    assert by_id["user", "shared"].read == "deny"
+    shared = by_id["project", "shared"]
     assert (shared.source, shared.anchor, shared.base_dir) == ("project", str(repo / "node_modules/.pnpm"), str(repo))
     assert (shared.read, shared.write, shared.delete) == ("allow", "deny", "deny")  # delete inherits write
     assert shared.file == str(repo / ".rootguard.toml")
@@ -302,7 +303,7 @@ FILE = "/project/.rootguard.toml"
         ),
         (
             'version = 2\n[[paths]]\nid = "a"\npath = "."\nexcludes = [\n  ".env*",\n  "src\\\\",\n]\n',
-            "7:3: error: `paths[0].excludes[1]` is not a valid glob ('src\\\\'): Invalid git pattern: 'src\\\\' [bad-glob]",
+            "7:3: error: `paths[0].excludes[1]` is not a valid glob ('src\\\\'): backslash escapes are not supported [bad-glob]",
         ),
         (
             'version = 2\n[[paths]]\nid = "a"\npath = "."\nincludes = ["!secret"]\n',

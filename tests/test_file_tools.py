@@ -214,8 +214,8 @@ def test_a_move_spanning_roots_whose_policies_differ_fails(nested):
     assert (nested / "README.md").exists() and not (nested / "packages/pay/README.md").exists()
     inside = tools.plan("move_file", {"project_id": "mono", "source": "README.md", "destination": "OLD.md"})
     assert inside.verdict == "allow"
-    assert [(p.need, p.path) for p in inside.accesses[0].pieces] == [
-        ("delete", str(nested / "README.md")), ("write", str(nested / "OLD.md"))]
+    assert [(p.need, p.path) for p in inside.accesses[0].pieces] == [  # read too: the destination is readable
+        ("delete", str(nested / "README.md")), ("write", str(nested / "OLD.md")), ("read", str(nested / "README.md"))]
 
 
 def test_a_move_takes_the_stricter_end(tmp_path):

@@ -214,7 +214,7 @@ async def test_broken_config_keeps_decisions_and_shows_a_diagnostic(client, tmp_
 async def test_migrate_code_action_applies_the_migration(client, tmp_path):
     repo = make_repo(tmp_path / "legacy")
     config = repo / ".rootguard.toml"
-    text = "# keep this comment\n[safety]\nallow_temp_directory = false\n"
+    text = "# keep this comment\n[safety]\nallow_temp_directory = false\nfollow_symlinks = true\n"
     config.write_text(text)
     await client.start([repo])
     uri = from_fs_path(str(config))

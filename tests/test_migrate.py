@@ -112,17 +112,40 @@ def test_translation_keeps_comments_order_and_adds_reviewable_rules():
 
 def test_translation_of_each_boolean():
     text = migrate_text(
-        "[safety]\nallow_any_path = true\nallow_temp_directory = false\nfollow_symlinks = false\n", "/c.toml"
+        "[safety]\nallow_any_path = true\nallow_temp_directory = false\nfollow_symlinks = true\n", "/c.toml"
     ).new_text
-    assert "temp-directory" not in text and "follow_symlinks" not in text
+    assert "temp-directory" not in text and "follow_symlinks = true" in text
     assert "# REVIEW: migrated from [safety] allow_any_path = true" in text
     assert 'id = "any-path"\npath = "/"\npolicies = { read = "allow", write = "allow" }\n' in text
     assert "allow_external_roots" not in text
 
 
+@pytest.mark.parametrize("safety", ["follow_symlinks = false\n", ""])
+def test_follow_symlinks_false_is_refused_naming_the_boolean_and_nothing_is_written(capsys, project, safety):
+    """Version 2 follows links inside the workspace when no rule decides: no faithful translation exists."""
+    text = f"[safety]\nallow_temp_directory = false\n{safety}"
+    project.write_text(text, encoding="utf-8")
+    before = sorted(p.name for p in project.parent.iterdir())
+    for args in ([], ["--write"]):
+        code, out, err = run(capsys, *args, str(project))
+        assert code == 2 and "follow_symlinks" in err and "Nothing was written" in err
+    assert project.read_text(encoding="utf-8") == text
+    assert sorted(p.name for p in project.parent.iterdir()) == before
+
+
+def test_preview_lists_each_behaviour_change(capsys, project):
+    code, out, err = run(capsys, str(project))
+    assert code == 0
+    behaviour = [line.strip() for line in err.splitlines() if line.strip().startswith("behaviour:")]
+    assert any("temporary directory" in line for line in behaviour)
+    assert any("allow_external_roots" in line for line in behaviour)
+    assert any("rename across roots" in line for line in behaviour)
+    assert any("symbolic links" in line for line in behaviour)
+
+
 def test_existing_version_1_key_is_updated_in_place_with_its_comment():
     text = migrate_text('version = 1  # pinned\n[workspace]\nworktrees = "ignore"\n'
-                        '[safety]\nallow_temp_directory = false\n', "/c.toml").new_text
+                        '[safety]\nallow_temp_directory = false\nfollow_symlinks = true\n', "/c.toml").new_text
     assert text == 'version = 2  # pinned\n[workspace]\nworktrees = "ignore"\n'
 
 
@@ -132,14 +155,14 @@ def test_crlf_files_stay_crlf():
 
 
 def test_inline_paths_array_gets_inline_rules():
-    source = 'paths = [{ id = "a", path = "/srv" }]\n[safety]\nfollow_symlinks = false\n'
+    source = 'paths = [{ id = "a", path = "/srv" }]\n[safety]\nfollow_symlinks = true\n'
     result = migrate_text(source, "/c.toml")
     assert result.ok
     assert 'id = "temp-directory"' in result.new_text and "[[paths]]" not in result.new_text
 
 
 def test_rule_id_collision_gets_a_fresh_id():
-    source = '[[paths]]\nid = "temp-directory"\npath = "/mine"\n'
+    source = '[[paths]]\nid = "temp-directory"\npath = "/mine"\n[safety]\nfollow_symlinks = true\n'
     assert 'id = "temp-directory-2"' in migrate_text(source, "/c.toml").new_text
 
 
@@ -270,7 +293,7 @@ def test_default_file_is_the_user_config_never_the_cwd(capsys, home, project, mo
     monkeypatch.chdir(project.parent)  # a project file in cwd must not be picked up
     user = Path(user_config_path())
     user.parent.mkdir(parents=True)
-    user.write_text("[safety]\nallow_temp_directory = false\n", encoding="utf-8")
+    user.write_text("[safety]\nallow_temp_directory = false\nfollow_symlinks = true\n", encoding="utf-8")
     code, out, err = run(capsys, "--check")
     assert code == 1 and f"configuration file: {user}" in err
     code, _, _ = run(capsys, "--write")

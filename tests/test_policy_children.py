@@ -18,16 +18,17 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from lsp_bridge.core.policy import Target
+from lsp_bridge.core.policy import Target, inspect
 from lsp_bridge.mcp import safe_io
 from lsp_bridge.mcp.file_tools import FileTools
 
 NAMES = ["a", "b", "gen", "vault", ".env", ".env.local", "x.js", ".git", ".rootguard.toml", "%41", "C:x",
-         "back\\slash", "ctl\x01", "A"]
+         "back\\slash", "ctl\x01", "A", ".envrc", ".vscode", "settings.json", ".husky"]
 GLOBS = ["**/*", "*.js", "a/**", "**/.env*", "gen/*", "b", "!x.js", "**/a/*.js", "[ab]"]
 VERDICTS = st.sampled_from(["allow", "request", "deny", None])
 
-rel_path = st.lists(st.sampled_from(NAMES[:8] + ["A"]), min_size=1, max_size=3).map("/".join)
+PATH_NAMES = NAMES[:8] + ["A", ".vscode", "settings.json", ".husky", ".envrc"]
+rel_path = st.lists(st.sampled_from(PATH_NAMES), min_size=1, max_size=3).map("/".join)
 rule = st.tuples(
     st.one_of(st.just("."), rel_path, st.just("../outside")),
     VERDICTS, VERDICTS,
@@ -58,9 +59,10 @@ def _toml(rules, worktrees: str) -> str:
     second_root=st.sampled_from([None, "a", "b/a", "gen"]),
     grant_every=st.integers(min_value=0, max_value=3),
     link=st.booleans(),
+    hard=st.lists(st.tuples(rel_path, rel_path), max_size=3),
 )
 def test_listing_fast_path_matches_the_engine(tmp_path_factory, dirs, files, rules, where, worktrees, second_root,
-                                              grant_every, link):
+                                              grant_every, link, hard):
     base = Path(os.path.realpath(tempfile.mkdtemp(dir=tmp_path_factory.getbasetemp())))
     repo = base / "repo"
     repo.mkdir()
@@ -82,6 +84,13 @@ def test_listing_fast_path_matches_the_engine(tmp_path_factory, dirs, files, rul
     for name in NAMES:
         if not (repo / name).exists():
             (repo / name).write_text("x") if name != ".git" else None
+    for existing, alias in hard:  # hard links: a denied file's inode under another name
+        try:
+            if (repo / existing).is_file() and not (repo / alias).exists():
+                (repo / alias).parent.mkdir(parents=True, exist_ok=True)
+                os.link(repo / existing, repo / alias)
+        except OSError:
+            pass
     (base / "outside").mkdir()
     if link:
         (repo / "out-link").symlink_to(base / "outside")
@@ -125,8 +134,29 @@ def test_listing_fast_path_matches_the_engine(tmp_path_factory, dirs, files, rul
         plain = [e.name for e in entries if e.kind != "symlink"]
         if resolved.traversed_symlink:
             continue
+        seen = [inspect(os.path.join(resolved.canonical, n)) for n in plain]
         for op in ("read", "write", "delete", "metadata"):
-            quick = tools.policy.decide_children(op, resolved.canonical, plain, tools.grants)
-            full = [tools.policy.decide_granted(op, Target(os.path.join(resolved.canonical, n)), tools.grants)
-                    for n in plain]
+            quick = tools.policy.decide_children(op, resolved.canonical, plain, tools.grants, seen)
+            full = [tools.policy.decide_granted(op, Target(os.path.join(resolved.canonical, n), inode=i, nlink=k),
+                                                tools.grants)
+                    for n, (i, k) in zip(plain, seen, strict=True)]
             assert quick == full, (op, text, directory, plain)
+
+
+def test_a_hard_link_to_a_denied_file_is_hidden_from_a_listing(tmp_path):
+    """The fast path sends a file with several links to the engine's hard-link check, as peek does."""
+    repo = Path(os.path.realpath(tmp_path)) / "repo"
+    (repo / "sub").mkdir(parents=True)
+    (repo / "sub" / ".env").write_text("KEY=x\n")
+    os.link(repo / "sub" / ".env", repo / "sub" / "notes.txt")
+    (repo / "sub" / "plain.txt").write_text("x\n")
+    config = tmp_path / "user.toml"
+    config.write_text('version = 2\n[[paths]]\nid = "dotenv"\npath = "sub/.env"\npolicies = { read = "deny" }\n'
+                      .replace('"sub/.env"', f'"{repo}/sub/.env"'))
+    tools = FileTools([str(repo)], env={"ROOTGUARD_CONFIG": str(config), "HOME": str(tmp_path)})
+    verdict, resolved = tools.peek(str(repo), "sub")
+    assert verdict == "allow" and resolved is not None
+    entries = safe_io.list_directory(str(repo), "sub")
+    fast = dict(zip([e.name for e in entries], tools.peek_entries(resolved, entries), strict=True))
+    slow = {e.name: tools.peek(str(repo), f"sub/{e.name}")[0] for e in entries}
+    assert fast == slow == {".env": "deny", "notes.txt": "deny", "plain.txt": "allow"}

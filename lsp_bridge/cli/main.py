@@ -303,7 +303,7 @@ def _version() -> str:
 class _VersionAction(argparse.Action):
     """``--version``: the package metadata is read only when asked (importlib.metadata costs ~30 ms)."""
 
-    def __call__(self, parser, namespace, values, option_string=None) -> NoReturn:
+    def __call__(self, parser, namespace, values, option_string=None) -> None:
         print(f"rootguard {_version()}")
         parser.exit()
 

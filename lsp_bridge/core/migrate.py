@@ -103,10 +103,22 @@ def migrate_text(text: str, file: str) -> MigrationResult:
     written = data.get("safety", {})
     safety = {**V1_SAFETY_DEFAULTS, **written}
     changes: list[str] = []
+    if not safety["follow_symlinks"]:
+        said = "follow_symlinks = false" if "follow_symlinks" in written else "follow_symlinks absent (false in version 1)"
+        problem = Diagnostic(
+            "error", "migration-unfaithful",
+            f"cannot translate [safety] {said}: version 1 never follows a symbolic link that no rule allows, "
+            "version 2 follows links inside the workspace when no rule decides, so reads through links would "
+            "widen. Nothing was written. Add follow_symlinks = true under [safety] if links should be "
+            "followed, or keep this file at version 1",
+            file,
+        )
+        return MigrationResult(text, [], diagnostics + [problem], text)
 
     if "safety" in document:
         del document["safety"]
         changes.append(f"removed [safety] ({len(written)} setting(s))")
+    changes += _behaviour_changes(safety, written)
     if safety["follow_symlinks"]:
         changes += _follow_symlinks_on_rules(document)
     block, added = _new_rules(document, data, safety, written, newline)
@@ -122,6 +134,29 @@ def migrate_text(text: str, file: str) -> MigrationResult:
         separator = newline if body.endswith("\n") else newline * 2
         body += separator + block
     return _checked(MigrationResult(body, changes, diagnostics, text), file)
+
+
+def _behaviour_changes(safety: dict[str, bool], written: dict[str, Any]) -> list[str]:
+    """What decides differently after the migration, one line each (the preview lists them)."""
+    lines = []
+    if safety["allow_temp_directory"]:
+        lines.append("behaviour: the OS temporary directory stays allowed only through the new "
+                     "temp-directory rule (version 2 never allows it implicitly)")
+    else:
+        lines.append("behaviour: none for allow_temp_directory = false (version 2 never allows the temp directory)")
+    if safety["allow_any_path"]:
+        lines.append("behaviour: every path stays allowed only through the new any-path rule")
+    if written.get("allow_external_roots"):
+        lines.append("behaviour: workspace.roots outside the editor's folders no longer need "
+                     "allow_external_roots (version 2 takes them from the user file and ROOTGUARD_ROOTS "
+                     "as written; a project file still cannot widen)")
+    else:
+        lines.append("behaviour: workspace.roots from the user file or ROOTGUARD_ROOTS outside the editor's "
+                     "folders are used (version 1 ignored them without allow_external_roots = true)")
+    lines.append("behaviour: a rename across roots is decided by the rules (version 1 refused it)")
+    lines.append("behaviour: symbolic links are followed where rules set follow_symlinks = true and inside "
+                 "the workspace when no rule decides (follow_symlinks = true kept)")
+    return lines
 
 
 def _checked(result: MigrationResult, file: str) -> MigrationResult:
@@ -330,6 +365,11 @@ def main_migrate(args: list[str]) -> int:
     result = migrate_text(text, path)
     for diagnostic in result.diagnostics:
         _say(diagnostic.format())
+    if any(d.code == "migration-unfaithful" for d in result.diagnostics):
+        if options.check:  # it is version 1, so it needs migrating; the refusal above says what first
+            _say("needs migration to version 2 (refused as it stands: see above)")
+            return 1
+        return 2  # refused: a boolean cannot be translated faithfully; nothing written
     if not result.ok:
         return 2
     if options.check:

@@ -13,7 +13,16 @@ Decisions follow PRODUCT.md "Decision semantics" (seed 001):
 * A symbolic link and its target are both decided; the rule governing the link
   must enable ``follow_symlinks`` (with no rule, links are followed inside the
   baseline unless version 1 said ``follow_symlinks = false``).
-* Mutating an active configuration file is at least ``request``.
+* Mutating an active configuration file is at least ``request``; so is mutating
+  any protected target (``protected``: candidate configuration files, ``.git``,
+  files editors and shells run, Root Guard's state), unless an exact-file user
+  rule names that very path.
+* User rules are a floor for project rules (``rules``).
+* A rename also needs ``read`` on the source when the destination would be
+  readable (a file the agent may not read cannot be renamed into view); version 1
+  refuses a rename across roots.
+* A read of a file with more than one hard link is denied when its inode is the
+  inode of a file a deny rule covers inside the union (``hardlinks``).
 * With ``worktrees = "request"`` any non-deny decision inside a sibling
   checkout becomes ``request``.
 * An absolute path selects the root that contains it (the deepest folder); a
@@ -22,7 +31,10 @@ Decisions follow PRODUCT.md "Decision semantics" (seed 001):
   makes all of it wait for approval.
 
 ``decide_target`` is a pure function of (configuration, scope, resolved path,
-operation). ``decide`` adds the one piece of I/O, resolving symbolic links.
+operation), with one exception kept at an edge: a read of a target whose ``Target``
+says it has several hard links consults ``hardlinks.HardLinkIndex``, which walks the
+directories below deny rules once (cached). ``decide`` adds the other I/O:
+resolving symbolic links and reading the target's inode and link count.
 """
 
 from __future__ import annotations
@@ -30,10 +42,11 @@ from __future__ import annotations
 import os
 import stat
 from collections.abc import Container, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from lsp_bridge.core.paths import fold, is_within, realpath
+from lsp_bridge.core.protected import ProtectedAreas, default_areas, protected_reason
 from lsp_bridge.core.rules import CompiledRule, RuleSet
 from lsp_bridge.core.scope import Scope
 from lsp_bridge.core.settings import Config, PathRule
@@ -128,6 +141,19 @@ class Target:
     canonical: str
     links: tuple[str, ...] = ()  # canonical locations of the symbolic links traversed
     loop: bool = False  # resolution met a symbolic link loop: nothing to authorize
+    inode: tuple[int, int] | None = None  # (st_dev, st_ino) of an existing regular file
+    nlink: int = 1
+
+
+def inspect(canonical: str) -> tuple[tuple[int, int] | None, int]:
+    """(device, inode) and link count of an existing regular file, else (None, 1)."""
+    try:
+        info = os.stat(canonical)
+    except (OSError, ValueError):
+        return None, 1
+    if not stat.S_ISREG(info.st_mode):
+        return None, 1
+    return (info.st_dev, info.st_ino), info.st_nlink
 
 
 # ---------------------------------------------------------------------------
@@ -142,7 +168,8 @@ class Policy:
     share a policy.
     """
 
-    def __init__(self, scope: Scope, configs: Sequence[tuple[str, Config]]):
+    def __init__(self, scope: Scope, configs: Sequence[tuple[str, Config]], *,
+                 areas: ProtectedAreas | None = None):
         if not configs:
             raise ValueError("a policy needs at least one configuration")
         self.scope = scope
@@ -155,6 +182,15 @@ class Policy:
             by_identity[ident] = ruleset
             self._roots.append((root, ruleset))
         self._request_checkouts = tuple(fold(c) for c in scope.request_checkouts())
+        self.version = configs[0][1].version
+        user_file = next((c.user_file for _, c in configs if c.user_file), None)
+        self.areas = areas if areas is not None else default_areas(user_file)
+        if scope.admin_dirs:  # the repositories' admin directories (a worktree's may sit anywhere)
+            admins = tuple(dict.fromkeys((*self.areas.admin_dirs, *(fold(a) for a in scope.admin_dirs))))
+            self.areas = replace(self.areas, admin_dirs=admins)
+        from lsp_bridge.core.hardlinks import HardLinkIndex
+
+        self.hardlinks = HardLinkIndex(self)
         self._given = tuple(
             (os.path.normpath(e.given), e.path) for e in scope.union.entries if os.path.normpath(e.given) != e.path
         )
@@ -207,9 +243,10 @@ class Policy:
             real = realpath(lexical, loops=True)
         except OSError:  # a symbolic link loop
             return Target(lexical, loop=True)
+        inode, nlink = inspect(real)
         if real == lexical:
-            return Target(real)
-        return Target(real, tuple(_links_on_the_way(lexical)))
+            return Target(real, inode=inode, nlink=nlink)
+        return Target(real, tuple(_links_on_the_way(lexical)), inode=inode, nlink=nlink)
 
     # -- decisions -----------------------------------------------------------
 
@@ -222,13 +259,41 @@ class Policy:
             return self.decide_rename(self.resolve(path), self.resolve(dest))
         return self.decide_target(op, self.resolve(path))
 
-    def decide_rename(self, source: Target, dest: Target) -> Decision:
-        src = self.decide_target("delete", source, reported_op="rename")
-        dst = self.decide_target("write", dest, reported_op="rename")
+    def rename_parts(self, source: Target, dest: Target) -> list[tuple[str, Decision]]:
+        """(need, decision) for each part of a rename: delete on the source, write on the
+        destination, and read on the source when the destination would be readable."""
+        parts = [("delete", self.decide_target("delete", source, reported_op="rename")),
+                 ("write", self.decide_target("write", dest, reported_op="rename"))]
+        readable = self.decide_target("read", dest, reported_op="rename").decision != "deny"
+        if readable:
+            read = self.decide_target("read", source, reported_op="rename")
+            if read.decision != "allow":
+                read = Decision(read.decision, read.path, "rename", read.rule,
+                                f"the destination would be readable, so renaming needs read on the source: {read.reason}",
+                                read.rule_source, read.root)
+            parts.append(("read", read))
+        return parts
+
+    def rename_conflict(self, source: Target, dest: Target) -> str | None:
+        """Why a rename cannot go ahead whatever the rules say (spans roots)."""
         span = self.span_conflict([source.canonical, dest.canonical])
         if span:
+            return span
+        if self.version == 1 and self.select(source.canonical)[0] != self.select(dest.canonical)[0]:
+            return "version 1 configuration: a rename across roots is refused"
+        return None
+
+    def decide_rename(self, source: Target, dest: Target) -> Decision:
+        parts = self.rename_parts(source, dest)
+        src, dst = parts[0][1], parts[1][1]
+        span = self.rename_conflict(source, dest)
+        if span:
             return Decision("deny", src.path, "rename", None, span, None, src.root, dst)
-        worst = max((src, dst), key=lambda d: _STRICTNESS[d.decision])
+        pool = [src, dst] + [d for need, d in parts[2:]]
+        worst = max(pool, key=lambda d: _STRICTNESS[d.decision])
+        if worst is not src and worst is not dst:
+            reason = worst.reason
+            return Decision(worst.decision, src.path, "rename", worst.rule, reason, worst.rule_source, src.root, dst)
         reason = f"source: {src.reason}; destination: {dst.reason}"
         return Decision(worst.decision, src.path, "rename", worst.rule, reason, worst.rule_source, src.root, dst)
 
@@ -254,6 +319,10 @@ class Policy:
                     break
                 if _STRICTNESS[lv] > _STRICTNESS[verdict]:
                     verdict, rule, reason = lv, lrule, f"through the symbolic link {link}: {lreason}"
+        if need == "read" and verdict != "deny" and target.inode is not None and target.nlink > 1:
+            why = self.hardlinks.denied(target.inode, target.canonical)
+            if why is not None:
+                verdict, rule, reason = "deny", None, why
         return Decision(verdict, target.canonical, shown_op, rule.id if rule else None, reason,
                         rule.source if rule else None, root)
 
@@ -303,8 +372,9 @@ class Policy:
                 raise PolicyInputError("rename needs a destination and no other operation")
             source, target = self._as_target(path), self._as_target(dest)
             whole = self.decide_rename(source, target)
-            dest_decision = whole.dest or self.decide_target("write", target, reported_op="rename")
-            pieces = [("delete", self.decide_target("delete", source, reported_op="rename")), ("write", dest_decision)]
+            pieces = self.rename_parts(source, target)  # delete, write, and read when the destination is readable
+            if whole.decision == "deny" and all(d.decision != "deny" for _, d in pieces):
+                pieces[0] = ("delete", whole)  # refused as a whole (spans roots; version 1 across roots)
         elif len(ops) == 1:  # the common case, kept short: one need on one path
             decision = self.decide_target(ops[0], self._as_target(path))
             need, verdict = _NEEDS[ops[0]], decision.decision
@@ -331,7 +401,8 @@ class Policy:
         return self._decide_item((op, target), granted).verdict
 
     def decide_children(
-        self, op: str, directory: str, names: Iterable[str], granted: Container[tuple[str, str]] = ()
+        self, op: str, directory: str, names: Iterable[str], granted: Container[tuple[str, str]] = (),
+        files: Sequence[tuple[tuple[int, int] | None, int]] | None = None,
     ) -> list[str]:
         """``decide_granted(op, Target(directory/name), granted)`` for each plain entry of a directory.
 
@@ -343,6 +414,10 @@ class Policy:
         matches exactly its directory's anchors, so only their globs are tried
         per name, and the rest of the decision (baseline, approval-only areas,
         sibling checkouts) is the directory's, computed once per winning rule.
+        Two checks depend on the child itself and send it to the full engine:
+        a mutation of a protected target (``protected_reason``: ``.git``,
+        ``.envrc``...), and a read of a regular file with several hard links
+        (``files`` gives each name's ``(inode, nlink)`` as ``inspect`` would).
         Listings use this: one directory of 1,000 entries costs one lookup of
         the anchors, not 1,000. ``tests/test_policy_children.py`` checks it
         against the full engine.
@@ -357,11 +432,14 @@ class Policy:
         memo: dict[tuple[int, str] | None, str] = {}
         anchored = self._anchored
         verdicts = []
-        for name in names:
+        mutating = op in _MUTATING
+        for index, name in enumerate(names):
             path = base + name
             key = fold(path)
-            if not name or os.sep in name or name in (".", "..") or key in anchored:
-                verdicts.append(self.decide_granted(op, Target(path), granted))
+            inode, nlink = files[index] if files is not None else (None, 1)
+            if (not name or os.sep in name or name in (".", "..") or key in anchored
+                    or (nlink > 1 and need == "read") or (mutating and protected_reason(path, self.areas))):
+                verdicts.append(self.decide_granted(op, Target(path, inode=inode, nlink=nlink), granted))
                 continue
             win = ruleset.child_winner(key, candidates) if globbed else fixed
             mark = (id(win[0]), win[1]) if win is not None else None
@@ -389,8 +467,9 @@ class Policy:
         ``decide_children`` reuses one answer for every non-anchored child of a
         directory with the same winner: ``path`` may enter here only through
         lookups keyed by anchors in ``self._anchored`` (union entries, approval
-        areas, sibling checkouts, protected files). A new path-dependent check
-        must add its anchors there.
+        areas, sibling checkouts, protected files) and through
+        ``protected_reason``, which ``decide_children`` asks per child. A new
+        path-dependent check must be added there too.
         """
         key = fold(path)
         if win is not None:
@@ -415,6 +494,12 @@ class Policy:
             verdict = "request"
         if op in _MUTATING and key in ruleset.protected and verdict == "allow":
             verdict, reason = "request", f"{path} is an active Root Guard configuration file; changing it needs approval"
+        if op in _MUTATING and verdict == "allow":
+            why = protected_reason(path, self.areas)
+            named = (win is not None and win[0].rule.source == "user" and not win[0].rule.includes
+                     and win[0].anchor == key)  # a user rule naming this very path
+            if why is not None and not named:
+                verdict, reason = "request", f"a protected target: {why}; changing it needs approval"
         return verdict, (rule if win is not None else None), reason
 
     def _in_request_worktree(self, path: str) -> bool:

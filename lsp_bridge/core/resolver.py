@@ -26,6 +26,11 @@ Every tool that reads, lists or writes resolves its target here first (seed 003,
    be inside the canonical root by component comparison (``/r/project2`` is
    outside ``/r/project``), else ``path_outside_project``. Symlink loops and
    targets the process cannot inspect are refused (``invalid_path``).
+   With ``outside=True`` (the MCP file tools) a target a symbolic link leads out of
+   the root is returned with ``outside`` set instead, so the one policy engine decides
+   it: the link and its target must both be authorized, exactly as ``rootguard
+   check`` decides them (a ``[[paths]]`` rule such as a pnpm store outside the root).
+   ``..`` is still refused: only links lead out.
 9. With ``for_read=True`` an existing FIFO, socket, character or block device
    is refused (``special_file``). Existence itself is the caller's concern.
 
@@ -78,9 +83,10 @@ class Resolved:
     canonical: str  # realpath of the target (missing tail appended)
     exists: bool
     traversed_symlink: bool  # a symlink was met on the way
+    outside: bool = False  # a symbolic link led outside the root (only with ``outside=True``)
 
 
-def resolve(project_root: str, relative_path: str, *, for_read: bool = False) -> Resolved:
+def resolve(project_root: str, relative_path: str, *, for_read: bool = False, outside: bool = False) -> Resolved:
     """Resolve ``relative_path`` inside ``project_root`` or raise ``ResolveError``."""
     if not isinstance(relative_path, str):
         raise ResolveError(
@@ -93,7 +99,8 @@ def resolve(project_root: str, relative_path: str, *, for_read: bool = False) ->
     parts = [part for part in decoded.split("/") if part not in ("", ".")]
     lexical = os.path.join(root, *parts)
     canonical = paths.realpath(lexical)
-    if not paths.is_within(canonical, root):
+    escaped = not paths.is_within(canonical, root)
+    if escaped and not outside:
         raise ResolveError(
             "path_outside_project",
             relative_path,
@@ -102,6 +109,8 @@ def resolve(project_root: str, relative_path: str, *, for_read: bool = False) ->
     mode = _mode(canonical, relative_path)
     if mode is not None and decoded != "/".join(parts) and not _spelling_exists(os.path.join(root, decoded)):
         mode = None  # ``file/.`` or ``file/``: the kernel finds nothing there
+    if mode is not None and lexical != canonical and not _kernel_finds(lexical):
+        mode = None  # a link through a missing directory (``sub/../..``): the kernel finds nothing
     if for_read and mode is not None and _is_special(mode):
         raise ResolveError(
             "special_file",
@@ -115,6 +124,7 @@ def resolve(project_root: str, relative_path: str, *, for_read: bool = False) ->
         canonical=canonical,
         exists=mode is not None,
         traversed_symlink=lexical != canonical,
+        outside=escaped,
     )
 
 
@@ -137,6 +147,7 @@ def resolve_in_projects(
     relative_path: str,
     *,
     for_read: bool = False,
+    outside: bool = False,
 ) -> Resolved:
     """Resolve inside the approved root mapped to ``project_id``.
 
@@ -148,7 +159,7 @@ def resolve_in_projects(
             relative_path,
             f"unknown project id {project_id!r}: path {relative_path!r} was not resolved",
         )
-    return resolve(projects[project_id], relative_path, for_read=for_read)
+    return resolve(projects[project_id], relative_path, for_read=for_read, outside=outside)
 
 
 def _check_text(text: str, original: str, stage: str) -> None:
@@ -210,6 +221,16 @@ def _check_root(project_root: object, original: str) -> str:
             f"path {original!r} was not resolved",
         )
     return root
+
+
+def _kernel_finds(lexical: str) -> bool:
+    try:
+        os.stat(lexical)
+    except (FileNotFoundError, NotADirectoryError):
+        return False
+    except OSError:
+        return True  # other errors were judged on the canonical path
+    return True
 
 
 def _spelling_exists(spelled: str) -> bool:

@@ -2,55 +2,30 @@
 
 Specificity orders matching rules (seed 001): an exact file rule outranks a
 directory rule; then the deepest anchor; then the longest literal prefix of
-the include that matched. Globs are gitwildmatch patterns (pathspec), matched
-against the path relative to the anchor; an exclusion removes a path from its
-rule even when an include matches it.
+the include that matched. Globs use the one dialect of ``globs`` (gitignore with
+``**`` and ``{a,b}``), matched against the path relative to the anchor; an
+exclusion removes a path from its rule even when an include matches it.
+
+Layering: user rules are a floor. Where the most specific rule comes from a project
+file and the most specific *floor* rule (user, built in) is stricter, the floor
+rule stands: a project file can make a decision stricter, never looser.
 """
 
 from __future__ import annotations
 
 import os
-import re
-from collections.abc import Sequence
 from dataclasses import dataclass
 
-try:  # pathspec >= 1.0 renamed the gitwildmatch pattern class
-    from pathspec.patterns.gitignore.spec import GitIgnoreSpecPattern as GlobPattern
-except ImportError:  # pragma: no cover - pathspec 0.12
-    from pathspec.patterns import GitWildMatchPattern as GlobPattern
-
+from lsp_bridge.core.globs import GlobSet, literal_prefix
 from lsp_bridge.core.paths import PrefixIndex, depth, fold, is_within, relative_to
 from lsp_bridge.core.scope import Scope
 from lsp_bridge.core.settings import Config, PathRule
 
 _STRICTNESS = {"allow": 0, "request": 1, "deny": 2}
 Specificity = tuple[int, int, int]
-
-
-def _compile(patterns: Sequence[str]) -> tuple[tuple[re.Pattern[str], bool], ...]:
-    compiled = []
-    for text in patterns:
-        pattern = GlobPattern(text)
-        if pattern.include is not None and pattern.regex is not None:
-            compiled.append((pattern.regex, pattern.include))
-    return tuple(compiled)
-
-
-def _matches(patterns: tuple[tuple[re.Pattern[str], bool], ...], rel: str) -> bool:
-    """gitwildmatch semantics: the last pattern that matches decides."""
-    matched = False
-    for regex, include in patterns:
-        if regex.match(rel) is not None:
-            matched = include
-    return matched
-
-
-def literal_prefix(pattern: str) -> int:
-    """Length of the part of an include before its first glob character."""
-    for i, ch in enumerate(pattern):
-        if ch in "*?[\\!":
-            return i
-    return len(pattern)
+_ = literal_prefix  # re-exported
+# Sources whose rules form the floor a project file cannot loosen (PRODUCT.md "Layering").
+FLOOR_SOURCES = frozenset({"builtin", "user", "environment", "session"})
 
 
 @dataclass(frozen=True)
@@ -58,8 +33,8 @@ class CompiledRule:
     rule: PathRule
     anchor: str  # folded canonical anchor (possibly remapped onto a worktree)
     exact: bool
-    excludes: tuple[tuple[re.Pattern[str], bool], ...]
-    includes: tuple[tuple[tuple[tuple[re.Pattern[str], bool], ...], int], ...]  # longest literal prefix first
+    excludes: GlobSet
+    includes: GlobSet  # alternatives, longest literal prefix first
     reduced: bool  # a project allow outside the host baseline: allow becomes request
     anchor_depth: int
 
@@ -67,16 +42,14 @@ class CompiledRule:
         """None when the rule does not match ``rel`` (the path below the anchor)."""
         if self.exact:
             return (1, self.anchor_depth, 0) if rel == "" else None
-        if rel and self.excludes and _matches(self.excludes, rel):
+        if rel and self.excludes and self.excludes.matches(rel):
             return None
         if not self.includes:
             return (0, self.anchor_depth, 0)
         if not rel:
             return None
-        for patterns, length in self.includes:
-            if _matches(patterns, rel):
-                return (0, self.anchor_depth, length)
-        return None
+        length = self.includes.best(rel)
+        return None if length is None else (0, self.anchor_depth, length)
 
     def verdict(self, need: str) -> str | None:
         verdict: str | None = getattr(self.rule, need)
@@ -94,10 +67,8 @@ class RuleSet:
         by_anchor: dict[str, list[CompiledRule]] = {}
         for rule in config.paths:
             exact = not rule.includes and os.path.lexists(rule.anchor) and not os.path.isdir(rule.anchor)
-            excludes = _compile(rule.excludes)
-            includes = tuple(
-                sorted(((_compile([p]), literal_prefix(p)) for p in rule.includes), key=lambda item: -item[1])
-            )
+            excludes = GlobSet(rule.excludes)
+            includes = GlobSet(rule.includes)
             for anchor in self._anchors(rule, scope):
                 reduced = rule.source == "project" and not scope.union.contains(anchor)
                 compiled = CompiledRule(rule, anchor, exact, excludes, includes, reduced, depth(anchor))
@@ -170,8 +141,8 @@ class RuleSet:
         """The most specific rule deciding ``need`` for folded path ``key``."""
         if not self._index:
             return None
-        best = None
-        best_rank = None
+        best = floor = None
+        best_rank = floor_rank = None
         for probe, candidates in self._index.matches(key):
             rel = "" if probe == key else key[len(probe) + (0 if probe.endswith(os.sep) else 1):]
             for compiled in candidates:
@@ -184,4 +155,9 @@ class RuleSet:
                 rank = (*spec, _STRICTNESS[verdict])
                 if best_rank is None or rank > best_rank:
                     best, best_rank = (compiled, verdict), rank
+                if compiled.rule.source in FLOOR_SOURCES and (floor_rank is None or rank > floor_rank):
+                    floor, floor_rank = (compiled, verdict), rank
+        if best is not None and floor is not None and best[0].rule.source not in FLOOR_SOURCES:
+            if _STRICTNESS[floor[1]] > _STRICTNESS[best[1]]:
+                return floor  # the user file is a floor for the project file
         return best

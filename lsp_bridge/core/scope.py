@@ -66,6 +66,8 @@ class Scope:
     diagnostics: tuple[Diagnostic, ...] = field(default=())
     # Areas a version 1 *project* file would have allowed ([safety]): approval only.
     approval_only: Union = field(default_factory=Union)
+    # Git admin directories of the folders' repositories (protected targets).
+    admin_dirs: tuple[str, ...] = ()
 
     @property
     def first_root(self) -> str | None:
@@ -96,11 +98,21 @@ def build_scope(folders: Sequence[str], config: Config, *, locate: Locator | Non
     worktree_roots: list[WorktreeRoot] = []
     extra: list[Candidate] = []
     seen_checkouts: set[str] = set()
+    admin_dirs: list[str] = []
     for cand in list(base):
         if not (os.path.isabs(cand.path) and os.path.isdir(cand.path)):
             continue  # rejected by compute_union below, with a diagnostic
         location = _safe_locate(locate, cand.path, diagnostics)
-        if location is None or location.toplevel is None:
+        pointed = _gitdir_pointer(cand.path)  # protected even when not followed (no back-link)
+        if pointed and pointed not in admin_dirs:
+            admin_dirs.append(pointed)
+        if location is None:
+            continue
+        for admin in (location.git_dir, location.common_dir, *(w.admin_dir for w in location.worktrees)):
+            admin = os.path.realpath(admin) if admin else admin
+            if admin and admin not in admin_dirs:
+                admin_dirs.append(admin)
+        if location.toplevel is None:
             continue
         toplevel = location.toplevel
         offset = relative_to(canonical(cand.path), toplevel)
@@ -122,7 +134,8 @@ def build_scope(folders: Sequence[str], config: Config, *, locate: Locator | Non
     union = compute_union([*base, *extra])
     diagnostics.extend(d for d in union.diagnostics if d not in diagnostics)
     approval_only = compute_union(_v1_widening(config, diagnostics) if config.safety_source == "project" else [])
-    return Scope(valid_folders, union, tuple(worktree_roots), tuple(remaps), tuple(diagnostics), approval_only)
+    return Scope(valid_folders, union, tuple(worktree_roots), tuple(remaps), tuple(diagnostics), approval_only,
+                 tuple(admin_dirs))
 
 
 def _canonical_folders(folders: Sequence[str]) -> Iterator[str]:
@@ -163,7 +176,7 @@ def _base_candidates(
     elif config.roots_source == "project":
         cands = []
         for root in config.roots:
-            if folder_union.contains(root) or (config.allow_external_roots and config.version == 1):
+            if folder_union.contains(root):
                 cands.append(Candidate(root, "config", f"workspace.roots in {config.project_file}"))
             else:
                 diagnostics.append(
@@ -178,10 +191,35 @@ def _base_candidates(
     else:
         origin = "environment" if config.roots_source == "environment" else "config"
         where = "ROOTGUARD_ROOTS" if origin == "environment" else f"workspace.roots in {config.user_file}"
-        cands = [Candidate(root, origin, where) for root in config.roots]
+        cands = []
+        for root in config.roots:
+            if config.version == 1 and not config.allow_external_roots and not folder_union.contains(root):
+                diagnostics.append(Diagnostic(
+                    "warning", "external-root-v1",
+                    f"{where} names {root}, outside the editor's folders; version 1 needs "
+                    "[safety] allow_external_roots = true for that, so it is ignored",
+                    config.user_file if origin == "config" else None,
+                ))
+                continue
+            cands.append(Candidate(root, origin, where))
     if config.safety_source != "project":
         cands += _v1_widening(config, diagnostics)
     return cands
+
+
+def _gitdir_pointer(folder: str) -> str | None:
+    """Where a ``.git`` file in ``folder`` points (canonical), to protect it; never a root."""
+    try:
+        with open(os.path.join(folder, ".git"), encoding="utf-8", errors="replace") as handle:
+            first = handle.read(4096).splitlines()[0] if os.path.isfile(os.path.join(folder, ".git")) else ""
+    except (OSError, IndexError):
+        return None
+    if not first.startswith("gitdir:"):
+        return None
+    target = first[len("gitdir:"):].strip()
+    if not target or "\x00" in target:
+        return None
+    return os.path.realpath(os.path.join(folder, target))
 
 
 def _safe_locate(locate: Locator, path: str, diagnostics: list[Diagnostic]) -> wt.GitLocation | None:

@@ -27,6 +27,7 @@ class Session:
     env: Mapping[str, str] = field(default_factory=lambda: os.environ)
     folders: tuple[str, ...] = ()
     _keepers: dict[str, ConfigKeeper] = field(default_factory=dict)
+    _extra: dict[str, ConfigKeeper] = field(default_factory=dict)  # roots that are not folders
     scope: Scope | None = None
     policy: Policy | None = None
 
@@ -35,18 +36,31 @@ class Session:
         self._keepers = {f: self._keepers.get(f) or ConfigKeeper(_config_root(f), self.env) for f in self.folders}
         self.rebuild()
 
-    def reload_configs(self) -> list[Diagnostic]:
-        for keeper in self._keepers.values():
-            keeper.reload()
+    def reload_configs(self, *, trusted: bool = True) -> list[Diagnostic]:
+        """Reload every configuration. ``trusted=False``: a file changed while the session
+        ran (the agent may have caused it), so a loosening change is held, not applied."""
+        for keeper in [*self._keepers.values(), *self._extra.values()]:
+            keeper.reload(trusted=trusted)
         self.rebuild()
         return self.config_diagnostics()
+
+    def held(self) -> list[str]:
+        """One line per held (loosening) configuration change, for the person."""
+        return [d.message for k in [*self._keepers.values(), *self._extra.values()] if k.held
+                for d in k.diagnostics if d.code == "config-change-held"]
+
+    def accept_held(self) -> bool:
+        accepted = [k.accept_held() for k in [*self._keepers.values(), *self._extra.values()]]
+        if any(accepted):
+            self.rebuild()
+        return any(accepted)
 
     def configs(self) -> list[tuple[str, Config]]:
         return [(f, self._keepers[f].current) for f in self.folders]
 
     def config_diagnostics(self) -> list[Diagnostic]:
         seen: list[Diagnostic] = []
-        for keeper in self._keepers.values():
+        for keeper in [*self._keepers.values(), *self._extra.values()]:
             for diag in keeper.diagnostics:
                 if diag not in seen:
                     seen.append(diag)
@@ -55,7 +69,8 @@ class Session:
     def config_files(self) -> list[str]:
         """Every path where a configuration file is or would become active."""
         files: list[str] = []
-        for folder in self.folders or (None,):
+        places: list[str | None] = [*self.folders, *self._extra]
+        for folder in places or [None]:
             for f in config_candidates(_config_root(folder) if folder else None, self.env):
                 if f not in files:
                     files.append(f)
@@ -65,7 +80,24 @@ class Session:
         configs = self.configs() or [("/", DENY_ALL)]
         first = configs[0][1]
         self.scope = build_scope(self.folders, first)
-        self.policy = Policy(self.scope, configs)
+        self.policy = Policy(self.scope, configs + self._root_configs())
+
+    def _root_configs(self) -> list[tuple[str, Config]]:
+        """Every root loads its own configuration, wherever it came from (ROOTGUARD_ROOTS,
+        workspace.roots): a root that is not an editor folder gets its own keeper."""
+        found: list[tuple[str, Config]] = []
+        wanted = set()
+        for entry in self.scope.union.entries if self.scope else ():
+            if entry.origin not in ("config", "environment") or entry.path in self.folders:
+                continue
+            wanted.add(entry.path)
+            keeper = self._extra.get(entry.path)
+            if keeper is None:
+                keeper = self._extra[entry.path] = ConfigKeeper(_config_root(entry.path), self.env)
+            found.append((entry.path, keeper.current))
+        for gone in set(self._extra) - wanted:
+            del self._extra[gone]
+        return found
 
     @property
     def diagnostics(self) -> list[Diagnostic]:

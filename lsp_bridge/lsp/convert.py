@@ -106,8 +106,8 @@ def migrate_edit(uri: str, path: str, text: str) -> types.WorkspaceEdit | None:
         result = migrate_text(text, path)
     except Exception:
         return None
-    if getattr(result, "new_text", None) is None:
-        return None
+    if getattr(result, "new_text", None) is None or not result.changed:
+        return None  # refused (a boolean with no faithful translation), invalid, or nothing to do
     lines = text.split("\n")
     end = types.Position(line=len(lines) - 1, character=len(lines[-1]))
     edit = types.TextEdit(range=types.Range(start=types.Position(line=0, character=0), end=end), new_text=result.new_text)

@@ -283,9 +283,11 @@ class RootGuardServer(LanguageServer):
             # Applied in a worker (or by the next report): a running scan holds the
             # cache's lock, and the event loop must never wait for it.
             asyncio.get_running_loop().run_in_executor(None, self._inventory_cache.apply_queued)
-        change = self.tracker.reload() if structural else None
+        change = self.tracker.reload(trusted=False) if structural else None
         if change is not None:
             self.apply_change(change)
+            for line in self.tracker.session.held():  # never applied silently: the person sees it
+                self.warn(f"Root Guard: {line}. Save the file in the editor to accept it.")
         if self.tracker.widened and self._inventory_cache is not None and not (change and change.widened):
             self.recount()
 

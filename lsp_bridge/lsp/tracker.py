@@ -77,10 +77,13 @@ class RootTracker:
             return Change(before, self.union, ())
         return self._record(before, tuple(f for f in folders if f not in old_folders))
 
-    def reload(self) -> Change:
-        """Re-read configuration files and git metadata (worktrees may have come or gone)."""
+    def reload(self, *, trusted: bool = True) -> Change:
+        """Re-read configuration files and git metadata (worktrees may have come or gone).
+
+        ``trusted=False``: the change was seen on disk (anyone, the agent included, may
+        have made it), so a change that would loosen the policy is held and shown."""
         before = self.union
-        self.session.reload_configs()
+        self.session.reload_configs(trusted=trusted)
         return self._record(before, ())
 
     def _record(self, before: Union, added: tuple[str, ...]) -> Change:

@@ -21,12 +21,12 @@ No MCP import here: ``mcp_server`` is a thin front end over this module.
 from __future__ import annotations
 
 import difflib
-import fnmatch
 import hashlib
 import json
 import os
 import re
 import stat
+import threading
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -34,8 +34,9 @@ from datetime import UTC, datetime
 from typing import Any
 
 from lsp_bridge.approvals.service import ALLOWING, SessionGrants
+from lsp_bridge.core.globs import GlobError, GlobSet
 from lsp_bridge.core.paths import canonical, is_within
-from lsp_bridge.core.policy import BatchDecision, Decision, Part, Policy, Target, oracle_inside
+from lsp_bridge.core.policy import BatchDecision, Decision, Part, Policy, Target, inspect, oracle_inside
 from lsp_bridge.core.resolver import Resolved, ResolveError, checked_text, resolve, resolve_in_projects
 from lsp_bridge.core.session import Session, open_session
 from lsp_bridge.mcp import safe_io
@@ -47,6 +48,7 @@ ERROR_CODES = (
     "policy_denied", "batch_rejected", "path_changed", "invalid_arguments", "unknown_tool",
     "not_found", "already_exists", "is_a_directory", "not_a_directory", "file_too_large",
     "binary_file", "edit_not_found", "edit_ambiguous", "io_error", "audit_unavailable", "workspace_changed",
+    "internal_error",
 )
 APPROVAL_CODES = {"deny": "approval_denied", "timeout": "approval_timeout", "no_approver": "no_approver"}
 TOOLS = (
@@ -104,6 +106,7 @@ class Limits:
     search_results: int = 50
     search_results_max: int = 500
     search_files: int = 20000
+    write_bytes: int = 16 * 1024 * 1024  # largest file write_file, edit_file and apply_patch write
 
 
 @dataclass(frozen=True)
@@ -222,6 +225,7 @@ class FileTools:
         self._taken = taken_ids if taken_ids is not None else {}
         self.projects = self._projects()
         self._project_roots = {p.id: p.root for p in self.projects}
+        self._lock = threading.RLock()  # decisions, grants and reloads; the I/O runs outside it
         self._config_mark = self._config_signature()
         self._config_checked = time.monotonic()
 
@@ -260,6 +264,23 @@ class FileTools:
 
     def plan(self, tool: str, args: Any, caller: Caller = Caller()) -> Plan:
         """Resolve and decide every target of the call; nothing is read or written yet."""
+        with self._lock:
+            return self._plan(tool, args, caller)
+
+    def failure(self, tool: str, args: Any, caller: Caller, exc: BaseException) -> ToolError:
+        """An unexpected failure: a coded error with its audit line, never a bare traceback."""
+        args = dict(args) if isinstance(args, dict) else {}
+        cid = os.urandom(16).hex()
+        given = args.get("relative_path", args.get("source"))
+        access = Access(given, (), code="internal_error", reason=type(exc).__name__)
+        plan = Plan(tool, args, caller, cid, args.get("project_id"), [access], "deny",
+                    f"the call failed unexpectedly ({type(exc).__name__}); nothing more was done", "internal_error")
+        try:
+            return self.reject(plan, "internal_error", plan.reason)
+        except ToolError as err:
+            return err
+
+    def _plan(self, tool: str, args: Any, caller: Caller) -> Plan:
         cid = os.urandom(16).hex()
         self._maybe_reload()
         args = dict(args) if isinstance(args, dict) else {}
@@ -307,6 +328,8 @@ class FileTools:
             args.setdefault("relative_path", ".")
         _require_str(args, "relative_path")
         _check_tool_args(tool, args, self.limits)
+        if tool == "search_files" and ".git" in args["relative_path"].replace("%2e", ".").replace("%2E", ".").split("/"):
+            raise ToolError("invalid_arguments", "search_files never searches inside .git")
         access = self._resolve(pid, args["relative_path"], needs, for_read=needs == ("read",))
         if tool == "delete_file":
             _refuse_leaf_link(access)
@@ -319,6 +342,8 @@ class FileTools:
         accesses = []
         for index, change in enumerate(changes):
             kind = _change_kind(change, index)
+            if kind == "content":
+                _check_size(len(change["content"].encode("utf-8", "surrogatepass")), change["relative_path"], self.limits)
             needs = {"edits": ("read", "write"), "content": ("write",), "delete": ("delete",)}[kind]
             access = self._resolve(pid, change["relative_path"], needs, for_read=False)
             if kind == "delete":
@@ -335,7 +360,7 @@ class FileTools:
     def _resolve(self, pid: str, given: Any, needs: tuple[str, ...], *, for_read: bool) -> Access:
         access = Access(given, needs)
         try:
-            access.resolved = resolve_in_projects(self._project_roots, pid, given, for_read=for_read)
+            access.resolved = resolve_in_projects(self._project_roots, pid, given, for_read=for_read, outside=True)
         except ResolveError as err:
             access.code, access.reason, access.canonicalization = err.code, err.message, err.code
             return access
@@ -344,7 +369,7 @@ class FileTools:
 
     def _resolve_dest(self, pid: str, access: Access) -> None:
         try:
-            access.dest = resolve_in_projects(self._project_roots, pid, access.dest_given)
+            access.dest = resolve_in_projects(self._project_roots, pid, access.dest_given, outside=True)
         except ResolveError as err:
             access.resolved = None
             access.code, access.canonicalization = err.code, f"destination: {err.code}"
@@ -374,7 +399,8 @@ class FileTools:
     def _target(self, resolved: Resolved) -> Target:
         """The engine's view of a resolved path; links are listed only when one was met."""
         if not resolved.traversed_symlink:
-            return Target(resolved.canonical)
+            inode, nlink = inspect(resolved.canonical)
+            return Target(resolved.canonical, inode=inode, nlink=nlink)
         target = self.policy.resolve(resolved.lexical)
         if target.canonical != resolved.canonical:
             raise _Changed(f"{resolved.relative} changed while it was being resolved; nothing was done")
@@ -389,6 +415,13 @@ class FileTools:
             access.rule, access.reason = result.decision.rule, result.reason
             if result.verdict == "deny":
                 access.code = _deny_code(result.decision, access)
+                outside = [r for r in (access.resolved, access.dest) if r is not None and r.outside]
+                if outside and access.code != "symlink_not_permitted":
+                    # One engine: the policy decided the link's target; refused, it reads as before.
+                    given = access.given if outside[0] is access.resolved else access.dest_given
+                    access.code = access.canonicalization = "path_outside_project"
+                    access.reason = (f"path {given!r} resolves outside the project root (through a symbolic link) "
+                                     f"and no rule allows its target: {access.reason}")
         culprit = accesses[batch.culprit] if batch.culprit is not None else None
         code = None
         if batch.decision == "deny":
@@ -404,23 +437,34 @@ class FileTools:
         ``approval`` is the approver's answer for a ``request`` plan: ``allow_once``,
         ``allow_session``, ``always``, ``deny``, ``timeout`` or ``no_approver``.
         """
-        if plan.verdict == "deny":
-            raise self.reject(plan, plan.code or "policy_denied", plan.reason)
-        if plan.verdict == "request":
-            if approval not in ALLOWING:
-                code = APPROVAL_CODES.get(approval or "no_approver", "approval_denied")
-                raise self.reject(plan, code, _refusal_text(code, approver, plan.reason), approval, approver)
-            self._log(plan, "allow", None, f"{approval} by {approver or 'the approver'} ({plan.reason})",
-                      approval=approval, approver=approver)
-        else:
-            self._log(plan, "allow", None, plan.reason)
+        with self._lock:
+            if plan.verdict == "deny":
+                raise self.reject(plan, plan.code or "policy_denied", plan.reason)
+            if plan.verdict == "request":
+                if approval not in ALLOWING:
+                    code = APPROVAL_CODES.get(approval or "no_approver", "approval_denied")
+                    raise self.reject(plan, code, _refusal_text(code, approver, plan.reason), approval, approver)
+                self._log(plan, "allow", None, f"{approval} by {approver or 'the approver'} ({plan.reason})",
+                          approval=approval, approver=approver)
+            else:
+                self._log(plan, "allow", None, plan.reason)
         try:
             result = _RUNNERS[plan.tool](self, plan)
-        except safe_io.SafeIOError as err:
-            raise ToolError(err.code, err.message, plan.correlation_id) from None
+        except safe_io.SafeIOError as err:  # the allow line is written; the code says what failed
+            message = err.message
+            for access in plan.accesses:  # a target outside the project is named as the agent gave it
+                for resolved, given in ((access.resolved, access.given), (access.dest, access.dest_given)):
+                    if resolved is not None and resolved.outside:
+                        message = message.replace(resolved.canonical.lstrip(os.sep), str(given))
+            raise ToolError(err.code, self.shown(message), plan.correlation_id) from None
         except ToolError as err:
             err.correlation_id = plan.correlation_id
+            err.message = self.shown(err.message)
             raise
+        except OSError as err:  # a race the safe I/O did not name: still a coded, audited error
+            self._log_failure(plan, "io_error", str(err))
+            raise ToolError("io_error", self.shown(f"{err.strerror or err}; the operation failed"),
+                            plan.correlation_id) from None
         result["correlation_id"] = plan.correlation_id
         return result
 
@@ -428,7 +472,24 @@ class FileTools:
                approver: str | None = None) -> ToolError:
         """Log a refusal of ``plan`` and return the error to raise."""
         self._log(plan, "deny", code, reason, approval=approval, approver=approver)
-        return ToolError(code, reason, plan.correlation_id)
+        return ToolError(code, self.shown(reason), plan.correlation_id)
+
+    def _log_failure(self, plan: Plan, code: str, reason: str) -> None:
+        """An allowed call that failed while doing its I/O: one more audit line saying so."""
+        try:
+            self._log(plan, "error", code, reason)
+        except ToolError:
+            pass
+
+    def shown(self, text: str) -> str:
+        """A message for the agent: paths relative to the project, never absolute host paths."""
+        text = str(text)
+        for _pid, root in sorted(self._project_roots.items(), key=lambda item: -len(item[1])):
+            text = text.replace(root + os.sep, "").replace(root, ".")
+        home = os.path.expanduser("~")
+        if home and home != os.sep:
+            text = text.replace(home + os.sep, "~/")
+        return re.sub(r"(?<![\w.~])/(?:[^\s'\"(),;:]+/)*[^\s'\"(),;:]*", "<outside the project>", text)
 
     # -- audit -----------------------------------------------------------------
 
@@ -449,7 +510,8 @@ class FileTools:
             raise ToolError("audit_unavailable", f"{err}; nothing was done", plan.correlation_id) from None
 
     def _record(self, plan, access: Access, decision, code, reason, approval, approver) -> dict:
-        root = access.resolved.root if access.resolved else self._project_roots.get(plan.project_id)
+        pid = plan.project_id if isinstance(plan.project_id, str) else None
+        root = access.resolved.root if access.resolved else self._project_roots.get(pid) if pid else None
         record = {
             "time": now_text(),
             "client": plan.caller.client,
@@ -496,7 +558,11 @@ class FileTools:
         mark = self._config_signature()
         if mark != self._config_mark:
             self._config_mark = mark
-            self.session.reload_configs()
+            self.session.reload_configs(trusted=False)  # a loosening change is held and shown, never silent
+            for line in self.session.held():
+                import logging
+
+                logging.getLogger("rootguard.mcp").warning("%s", line)
 
     def _config_signature(self) -> tuple:
         marks: list[tuple[object, ...]] = []
@@ -547,7 +613,8 @@ class FileTools:
                     verdicts[index] = "deny"
                     continue
             plain.append((index, entry.name))
-        decided = self.policy.decide_children(need, directory.canonical, [name for _, name in plain], self.grants)
+        decided = self.policy.decide_children(need, directory.canonical, [entries[i].name for i, _ in plain],
+                                              self.grants, [(entries[i].inode, entries[i].nlink) for i, _ in plain])
         for (index, _), verdict in zip(plain, decided, strict=True):
             verdicts[index] = verdict
         return [v or "deny" for v in verdicts]
@@ -566,9 +633,16 @@ def _require_str(args: dict, name: str) -> None:
         raise ToolError("invalid_arguments", f"{name} must be a string")
 
 
+def _check_size(data_len: int, shown: Any, limits: Limits) -> None:
+    if data_len > limits.write_bytes:
+        raise ToolError("file_too_large", f"{shown!r}: {data_len} bytes is more than the write limit of "
+                                          f"{limits.write_bytes} bytes; nothing was written")
+
+
 def _check_tool_args(tool: str, args: dict, limits: Limits) -> None:
     if tool == "write_file":
         _require_str(args, "content")
+        _check_size(len(args["content"].encode("utf-8", "surrogatepass")), args.get("relative_path"), limits)
     elif tool == "edit_file":
         _check_edits(args.get("edits"), "edits")
         if not isinstance(args.get("dry_run", False), bool):
@@ -648,6 +722,20 @@ def _relative_or_none(path: str, root: str) -> str | None:
     return path[len(root) + 1:] if is_within(path, root) else None
 
 
+def _io(resolved: Resolved) -> tuple[str, str]:
+    """(base, canonical path below it) for safe_io: the project root, or ``/`` for a target a
+    symbolic link leads to outside the project (only reached when the policy allowed it)."""
+    if resolved.outside:
+        return os.sep, resolved.canonical.lstrip(os.sep)
+    return resolved.root, _canonical_rel(resolved)
+
+
+def _refuse_outside(resolved: Resolved, tool: str) -> None:
+    if resolved.outside:
+        raise ToolError("path_outside_project", f"{tool} does not follow a symbolic link out of the project "
+                                                f"({resolved.relative})")
+
+
 def _canonical_rel(resolved: Resolved) -> str:
     """The canonical path below the root: what safe_io walks."""
     return _relative_or_none(resolved.canonical, resolved.root) or ""
@@ -686,7 +774,7 @@ def _resolved(resolved: Resolved | None) -> Resolved:
 
 
 def _read_text(tools: FileTools, resolved: Resolved) -> str:
-    data = safe_io.read_file(resolved.root, _canonical_rel(resolved), limit=tools.limits.read_bytes)
+    data = safe_io.read_file(*_io(resolved), limit=tools.limits.read_bytes)
     text = _text_of(data)
     if text is None:
         raise ToolError("binary_file", f"{resolved.relative} is a binary file; it cannot be edited as text")
@@ -695,7 +783,7 @@ def _read_text(tools: FileTools, resolved: Resolved) -> str:
 
 def run_read_file(tools: FileTools, plan: Plan) -> dict:
     resolved = _resolved(plan.accesses[0].resolved)
-    data = safe_io.read_file(resolved.root, _canonical_rel(resolved), limit=tools.limits.read_bytes)
+    data = safe_io.read_file(*_io(resolved), limit=tools.limits.read_bytes)
     text = _text_of(data)
     return {"project_id": plan.project_id, "relative_path": resolved.relative, "size": len(data),
             "binary": text is None, "text": text}
@@ -703,9 +791,10 @@ def run_read_file(tools: FileTools, plan: Plan) -> dict:
 
 def run_list_directory(tools: FileTools, plan: Plan) -> dict:
     resolved = _resolved(plan.accesses[0].resolved)
+    _refuse_outside(resolved, "list_directory")
     entries: list[dict[str, Any]] = []
     hidden, truncated = 0, False
-    listed = safe_io.list_directory(resolved.root, _canonical_rel(resolved))
+    listed = safe_io.list_directory(*_io(resolved))
     for entry, verdict in zip(listed, tools.peek_entries(resolved, listed), strict=True):
         relative = f"{resolved.relative}/{entry.name}" if resolved.relative else entry.name
         if verdict == "deny":
@@ -729,19 +818,27 @@ def run_search_files(tools: FileTools, plan: Plan) -> dict:
     query = args.get("query") or None
     fold = not args.get("case_sensitive", False)
     most = args.get("max_results", tools.limits.search_results)
+    _refuse_outside(resolved, "search_files")
     start = _canonical_rel(resolved)
+    if ".git" in start.split("/") or ".git" in resolved.relative.split("/"):
+        raise ToolError("invalid_arguments", "search_files never searches inside .git")
+    try:
+        matcher = GlobSet([pattern.lower() if fold else pattern])
+    except GlobError as err:
+        raise ToolError("invalid_arguments", f"pattern {pattern!r} is not a valid glob: {err}") from None
     if not stat.S_ISDIR(safe_io.file_info(resolved.root, start).st_mode):
         raise ToolError("not_a_directory", f"{resolved.relative} is not a directory; search_files searches below one")
     found: list[dict] = []
-    counts = {"scanned": 0, "hidden": 0, "needs_approval": 0, "binary_skipped": 0}
+    counts = {"needs_approval": 0, "binary_skipped": 0}  # nothing counted about names it may not show
     truncated = False
+    scanned = 0
     for path in safe_io.walk_files(resolved.root, start, skip_dirs=SKIP_DIRS, limit=tools.limits.search_files):
-        counts["scanned"] += 1
-        if not _glob_match(path, start, pattern, fold):
+        scanned += 1
+        below = path[len(start) + 1:] if start else path
+        if not matcher.matches(below.lower() if fold else below):
             continue
         verdict, target = tools.peek(resolved.root, path)
         if verdict == "deny":
-            counts["hidden"] += 1
             continue
         if verdict == "request":
             counts["needs_approval"] += 1
@@ -756,22 +853,14 @@ def run_search_files(tools: FileTools, plan: Plan) -> dict:
             found = found[:most]
             break
     else:
-        truncated = counts["scanned"] >= tools.limits.search_files
+        truncated = scanned >= tools.limits.search_files
     return {"project_id": plan.project_id, "relative_path": resolved.relative, "pattern": pattern,
             "matches": found, "truncated": truncated, **counts}
 
 
-def _glob_match(path: str, start: str, pattern: str, fold: bool) -> bool:
-    below = path[len(start) + 1:] if start else path
-    subject = below if "/" in pattern else below.rsplit("/", 1)[-1]
-    if fold:
-        return fnmatch.fnmatchcase(subject.lower(), pattern.lower())
-    return fnmatch.fnmatchcase(subject, pattern)
-
-
 def _grep(tools: FileTools, target: Resolved, shown: str, query: str, fold: bool, room: int, counts: dict) -> list[dict]:
     try:
-        data = safe_io.read_file(target.root, _canonical_rel(target), limit=tools.limits.read_bytes)
+        data = safe_io.read_file(*_io(target), limit=tools.limits.read_bytes)
     except safe_io.SafeIOError:
         return []
     text = _text_of(data)
@@ -790,7 +879,7 @@ def _grep(tools: FileTools, target: Resolved, shown: str, query: str, fold: bool
 
 def run_get_file_info(tools: FileTools, plan: Plan) -> dict:
     resolved = _resolved(plan.accesses[0].resolved)
-    info = safe_io.file_info(resolved.root, _canonical_rel(resolved))
+    info = safe_io.file_info(*_io(resolved))
     kind = ("directory" if stat.S_ISDIR(info.st_mode) else "file" if stat.S_ISREG(info.st_mode)
             else "symlink" if stat.S_ISLNK(info.st_mode) else "other")
     modified = datetime.fromtimestamp(info.st_mtime, UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
@@ -802,7 +891,7 @@ def run_get_file_info(tools: FileTools, plan: Plan) -> dict:
 def run_write_file(tools: FileTools, plan: Plan) -> dict:
     resolved = _resolved(plan.accesses[0].resolved)
     data = plan.args["content"].encode("utf-8")
-    created = safe_io.write_file(resolved.root, _canonical_rel(resolved), data)
+    created = safe_io.write_file(*_io(resolved), data)
     return {"project_id": plan.project_id, "relative_path": resolved.relative, "created": created, "size": len(data)}
 
 
@@ -827,9 +916,10 @@ def run_edit_file(tools: FileTools, plan: Plan) -> dict:
     resolved = _resolved(plan.accesses[0].resolved)
     before = _read_text(tools, resolved)
     after = apply_edits(before, plan.args["edits"], resolved.relative)
+    _check_size(len(after.encode("utf-8")), resolved.relative, tools.limits)
     dry_run = plan.args.get("dry_run", False)
     if not dry_run:
-        safe_io.write_file(resolved.root, _canonical_rel(resolved), after.encode("utf-8"))
+        safe_io.write_file(*_io(resolved), after.encode("utf-8"))
     return {"project_id": plan.project_id, "relative_path": resolved.relative, "edits": len(plan.args["edits"]),
             "dry_run": dry_run, "diff": unified_diff(before, after, resolved.relative)}
 
@@ -837,13 +927,13 @@ def run_edit_file(tools: FileTools, plan: Plan) -> dict:
 def run_move_file(tools: FileTools, plan: Plan) -> dict:
     access = plan.accesses[0]
     src, dst = _resolved(access.resolved), _resolved(access.dest)
-    safe_io.move_file(src.root, _canonical_rel(src), dst.root, _canonical_rel(dst))
+    safe_io.move_file(*_io(src), *_io(dst))
     return {"project_id": plan.project_id, "source": src.relative, "destination": dst.relative}
 
 
 def run_delete_file(tools: FileTools, plan: Plan) -> dict:
     resolved = _resolved(plan.accesses[0].resolved)
-    safe_io.delete_file(resolved.root, _canonical_rel(resolved))
+    safe_io.delete_file(*_io(resolved))
     return {"project_id": plan.project_id, "relative_path": resolved.relative, "deleted": True}
 
 
@@ -857,26 +947,27 @@ def run_apply_patch(tools: FileTools, plan: Plan) -> dict:
         except safe_io.SafeIOError as err:
             raise ToolError(err.code, f"{resolved.relative}: {err.message}; nothing was changed") from None
     done: list[dict] = []
-    for resolved, action, data, diff in prepared:
+    with safe_io.Batch() as batch:
         try:
-            if action == "deleted":
-                safe_io.delete_file(resolved.root, _canonical_rel(resolved))
-            else:
-                created = safe_io.write_file(resolved.root, _canonical_rel(resolved), data)
-                action = "created" if created and action == "written" else action
+            for resolved, action, data, diff in prepared:  # every file staged before the first rename
+                if action == "deleted":
+                    batch.stage_delete(*_io(resolved))
+                else:
+                    created = batch.stage_write(*_io(resolved), data)
+                    action = "created" if created and action == "written" else action
+                item = {"relative_path": resolved.relative, "action": action}
+                if diff is not None:
+                    item["diff"] = diff
+                done.append(item)
+            batch.commit()
         except safe_io.SafeIOError as err:
-            raise ToolError(err.code, f"{resolved.relative}: {err.message}; {len(done)} of {len(prepared)} "
-                                      "changes were applied before it") from None
-        item = {"relative_path": resolved.relative, "action": action}
-        if diff is not None:
-            item["diff"] = diff
-        done.append(item)
+            raise ToolError(err.code, f"{err.message}; nothing was changed") from None
     return {"project_id": plan.project_id, "changes": done}
 
 
 def _prepare_change(tools: FileTools, change: dict, resolved: Resolved):
     if "delete" in change:
-        info = safe_io.file_info(resolved.root, _canonical_rel(resolved))
+        info = safe_io.file_info(*_io(resolved))
         if not stat.S_ISREG(info.st_mode):
             raise ToolError("not_found", f"{resolved.relative} is not a regular file; nothing was changed")
         return resolved, "deleted", None, None
@@ -884,6 +975,7 @@ def _prepare_change(tools: FileTools, change: dict, resolved: Resolved):
         return resolved, "written", change["content"].encode("utf-8"), None
     before = _read_text(tools, resolved)
     after = apply_edits(before, change["edits"], resolved.relative)
+    _check_size(len(after.encode("utf-8")), resolved.relative, tools.limits)
     return resolved, "edited", after.encode("utf-8"), unified_diff(before, after, resolved.relative)
 
 

@@ -139,6 +139,7 @@ class GuardedServer:
         self._pending: dict[str, _Pending] = {}
         self._lock = anyio.Lock()
         self._task_group: anyio.abc.TaskGroup | None = None
+        self._held_shown: list[str] = []
         self.server = self._server()
 
     # -- wiring ------------------------------------------------------------------
@@ -192,26 +193,36 @@ class GuardedServer:
         if params.name == "list_projects":
             return _ok(self.tools.list_projects())
         tools = self.tools
-        plan = tools.plan(params.name, params.arguments or {}, self._caller(ctx))
-        approval = approver = None
-        if plan.verdict == "request":
-            request = ApprovalRequest(plan.tool, plan.operation, targets_of(plan.approval_targets()),
-                                      plan.rule, plan.reason, plan.describe())
-            outcome: Outcome | Deferred
-            if state is not None and state.kind == "approval":  # the retried call brings the answer
-                outcome = self.approvals.answered(request, self._client_answer(params, plan, state), CLIENT)
-            else:
-                outcome = await self.approvals.ask(request, self._client_step(ctx, plan, modern), approver=CLIENT)
-            if isinstance(outcome, Deferred):
-                return outcome.value
-            approval, approver = outcome.answer, outcome.approver
+        caller = self._caller(ctx)
         try:
+            # Decisions and I/O run in worker threads: a long search or a big read never holds the other calls.
+            plan = await anyio.to_thread.run_sync(tools.plan, params.name, params.arguments or {}, caller)
+            held = tools.session.held()
+            if held != self._held_shown:  # a held configuration change: the person sees it in the tray
+                self._held_shown = held
+                if self.tray is not None:
+                    await self._publish()
+            approval = approver = None
+            if plan.verdict == "request":
+                request = ApprovalRequest(plan.tool, plan.operation, targets_of(plan.approval_targets()),
+                                          plan.rule, plan.reason, plan.describe())
+                outcome: Outcome | Deferred
+                if state is not None and state.kind == "approval":  # the retried call brings the answer
+                    outcome = self.approvals.answered(request, self._client_answer(params, plan, state), CLIENT)
+                else:
+                    outcome = await self.approvals.ask(request, self._client_step(ctx, plan, modern), approver=CLIENT)
+                if isinstance(outcome, Deferred):
+                    return outcome.value
+                approval, approver = outcome.answer, outcome.approver
             if tools is not self.tools:
                 raise tools.reject(plan, "workspace_changed", "the workspace roots changed while this call waited "
                                    "for approval; call list_projects and try again", approval, approver)
-            return _ok(tools.conclude(plan, approval, approver))
+            return _ok(await anyio.to_thread.run_sync(tools.conclude, plan, approval, approver))
         except ToolError as err:
             return _error(err)
+        except Exception as exc:  # noqa: BLE001 - every failure is a coded error with an audit line
+            log.warning("%s failed unexpectedly: %s", params.name, type(exc).__name__)
+            return _error(tools.failure(params.name, params.arguments, caller, exc))
 
     async def _startup_guard(self, ctx, call_next):
         """With no --root, a client that offers no roots cannot be served: refuse to start."""
@@ -375,7 +386,8 @@ class GuardedServer:
         if self.tray is None:
             return
         status = self.tools.session.scope.to_json() if self.tools.session.scope else {"roots": []}
-        status.update({"roots": list(self.tools.roots), "widened": False, "warnings": []})
+        status.update({"roots": list(self.tools.roots), "widened": False,
+                       "warnings": [f"Root Guard: {line}" for line in self.tools.session.held()]})
         if roots_changed:
             await self.tray.set_folders(self.tools.roots)
         await self.tray.publish_status(status)
@@ -595,6 +607,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="also log what a plain roots-union check would have decided, and every disagreement")
     p.add_argument("--max-read-bytes", type=int, default=Limits.read_bytes, metavar="N",
                    help=f"largest file read_file returns (default {Limits.read_bytes})")
+    p.add_argument("--max-write-bytes", type=int, default=Limits.write_bytes, metavar="N",
+                   help=f"largest file write_file, edit_file and apply_patch write (default {Limits.write_bytes}, "
+                        "16 MiB); larger writes fail with file_too_large")
     p.add_argument("--tray-socket", metavar="PATH", help="the tray's socket (default: $ROOTGUARD_TRAY_SOCKET, "
                                                          "else the per-user socket)")
     p.add_argument("--no-tray", action="store_true", help="never ask the tray for approvals")
@@ -626,6 +641,8 @@ def main(argv: list[str] | None = None) -> int:
     roots, errors = check_roots(args.root)
     if args.max_read_bytes < 1:
         errors.append("--max-read-bytes must be at least 1")
+    if args.max_write_bytes < 1:
+        errors.append("--max-write-bytes must be at least 1")
     for error in errors:
         print(f"rootguard mcp: {error}", file=sys.stderr)
     if errors:
@@ -642,7 +659,7 @@ def main(argv: list[str] | None = None) -> int:
     server = GuardedServer(
         roots,
         mirror=args.mirror,
-        limits=Limits(read_bytes=args.max_read_bytes),
+        limits=Limits(read_bytes=args.max_read_bytes, write_bytes=args.max_write_bytes),
         tray_socket=args.tray_socket,
         use_tray=not args.no_tray,
     )

@@ -1,0 +1,123 @@
+"""Hard links: a read is judged by name, so a second name for a denied file must not be served.
+
+The rule (docs/configuration.md, "Hard links"): reading a regular file that has more
+than one link (``st_nlink > 1``) is denied when its inode (``st_dev``, ``st_ino``) is
+the inode of a file that a deny rule covers for ``read`` inside the union. Every other
+multiply-linked file is served, because a pnpm store is made of hard links into the
+global store and refusing them would break the commonest layout.
+
+What this cannot detect (documented): a hard link to a file *outside* the union that
+no rule covers (the other name is unknown without scanning the whole disk), a denied
+file created or replaced since the index was built (the index is rebuilt at most every
+``TTL`` seconds when a multiply-linked file is read), and more than ``MAX_ENTRIES``
+entries below the deny rules' anchors (then every multiply-linked file is refused:
+fail closed). Writes through a hard link are safe already: a write replaces the name
+(temporary file + rename), never the shared inode.
+
+This is an I/O edge of the engine: it walks the directories below deny rules (links
+not followed) to learn their files' inodes.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import threading
+import time
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
+from lsp_bridge.core.paths import is_within
+
+if TYPE_CHECKING:  # pragma: no cover
+    from lsp_bridge.core.policy import Policy
+
+TTL = 30.0
+MAX_ENTRIES = 500_000
+
+
+class HardLinkIndex:
+    """The inodes of files a deny rule covers for ``read`` inside the union, built lazily."""
+
+    def __init__(self, policy: Policy) -> None:
+        self._policy = policy
+        self._lock = threading.Lock()
+        self._built = -1e18
+        self._inodes: dict[tuple[int, int], str] = {}
+        self._complete = True
+
+    def denied(self, inode: tuple[int, int], path: str) -> str | None:
+        """Why a read of ``path`` (inode ``inode``, several links) is refused, or None."""
+        with self._lock:
+            if time.monotonic() - self._built > TTL:
+                self._build()
+            other = self._inodes.get(inode)
+            complete = self._complete
+        if other is not None and other != path:
+            return ("it is a hard link to a file a deny rule covers (another name of the same inode is denied); "
+                    "hard links to denied files are never served")
+        if not complete:
+            return ("it has several hard links and the denied files could not all be indexed "
+                    f"(more than {MAX_ENTRIES} entries): refused, failing closed")
+        return None
+
+    # -- building ----------------------------------------------------------------
+
+    def _build(self) -> None:
+        from lsp_bridge.core.policy import Target
+
+        policy = self._policy
+        union = [e.path for e in policy.scope.union.entries]
+        anchors: list[str] = []
+        for ruleset in {id(rs): rs for _, rs in policy._roots}.values():
+            for rule in ruleset.config.paths:
+                if rule.read == "deny":
+                    anchors.append(rule.anchor)
+        starts: list[str] = []
+        for anchor in anchors:
+            for entry in union:
+                if is_within(anchor, entry):
+                    starts.append(anchor)
+                elif is_within(entry, anchor):
+                    starts.append(entry)
+        starts = sorted(set(starts), key=len)
+        roots = [s for i, s in enumerate(starts) if not any(is_within(s, t) for t in starts[:i])]
+        inodes: dict[tuple[int, int], str] = {}
+        complete = True
+        for count, (path, info) in enumerate(_walk(roots), 1):
+            if count > MAX_ENTRIES:
+                complete = False
+                break
+            decision = policy.decide_target("read", Target(path))
+            if decision.decision == "deny" and decision.rule is not None:
+                inodes[(info.st_dev, info.st_ino)] = path
+        self._inodes, self._complete, self._built = inodes, complete, time.monotonic()
+
+
+def _walk(roots: list[str]) -> Iterator[tuple[str, os.stat_result]]:
+    """(path, stat) of every regular file below ``roots`` (or a root that is a file); links not followed."""
+    for root in roots:
+        try:
+            info = os.lstat(root)
+        except OSError:
+            continue
+        if stat.S_ISREG(info.st_mode):
+            yield root, info
+            continue
+        if not stat.S_ISDIR(info.st_mode):
+            continue
+        stack = [root]
+        while stack:
+            directory = stack.pop()
+            try:
+                with os.scandir(directory) as entries:
+                    for entry in entries:
+                        try:
+                            if entry.is_dir(follow_symlinks=False):
+                                stack.append(entry.path)
+                            elif entry.is_file(follow_symlinks=False):
+                                yield entry.path, entry.stat(follow_symlinks=False)
+                        except OSError:
+                            continue
+            except OSError:
+                continue

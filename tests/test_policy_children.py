@@ -1,11 +1,13 @@
-"""Differential: a listing's fast path gives exactly the full engine's answers.
+"""Differential: the fast paths give exactly the full engine's answers.
 
 ``FileTools.peek_entries`` (and under it ``Policy.decide_children``) decides a
 directory's plain entries from the directory's anchors, without resolving each
-entry. On random trees, random rules (user or project file, globs, exact file
-rules, several roots, a sibling worktree, session grants) every entry of every
-directory must get the verdict that ``FileTools.peek`` (resolver + engine, one
-path at a time) gives it, for every operation.
+entry; ``Policy.decide_granted`` decides one link-free target the same way. On
+random trees, random rules (user or project file, globs, exact file rules,
+several roots, a sibling worktree, session grants, hard links, protected names)
+every entry of every directory must get the verdict the full engine gives it
+(the resolver, then ``decide_batch`` of one, which never takes a fast path),
+for every operation.
 """
 
 from __future__ import annotations
@@ -19,8 +21,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from lsp_bridge.core.policy import Target, inspect
+from lsp_bridge.core.resolver import ResolveError, resolve
 from lsp_bridge.mcp import safe_io
-from lsp_bridge.mcp.file_tools import FileTools
+from lsp_bridge.mcp.file_tools import FileTools, _Changed
 
 NAMES = ["a", "b", "gen", "vault", ".env", ".env.local", "x.js", ".git", ".rootguard.toml", "%41", "C:x",
          "back\\slash", "ctl\x01", "A", ".envrc", ".vscode", "settings.json", ".husky"]
@@ -35,6 +38,20 @@ rule = st.tuples(
     st.lists(st.sampled_from(GLOBS), max_size=2),
     st.lists(st.sampled_from(GLOBS), max_size=2),
 )
+
+
+def engine(tools: FileTools, op: str, target: Target) -> str:
+    """The full engine's verdict after grants (a batch of one: no fast path)."""
+    return tools.policy.decide_batch([(op, target)], granted=tools.grants).results[0].verdict
+
+
+def full_peek(tools: FileTools, root: str, relative: str) -> str:
+    """``FileTools.peek`` with the full engine: the resolver, then a batch of one."""
+    try:
+        target = tools._target(resolve(root, relative.replace("%", "%25")))
+    except (ResolveError, _Changed):
+        return "deny"
+    return engine(tools, "read", target)
 
 
 def _toml(rules, worktrees: str) -> str:
@@ -129,7 +146,7 @@ def test_listing_fast_path_matches_the_engine(tmp_path_factory, dirs, files, rul
         inner = os.path.relpath(resolved.canonical, resolved.root).replace(os.sep, "/")
         entries = safe_io.list_directory(resolved.root, "" if inner == "." else inner)
         fast = tools.peek_entries(resolved, entries)
-        slow = [tools.peek(root, f"{relative}/{e.name}" if relative else e.name)[0] for e in entries]
+        slow = [full_peek(tools, root, f"{relative}/{e.name}" if relative else e.name) for e in entries]
         assert fast == slow, (text, directory, [e.name for e in entries])
         plain = [e.name for e in entries if e.kind != "symlink"]
         if resolved.traversed_symlink:
@@ -137,9 +154,10 @@ def test_listing_fast_path_matches_the_engine(tmp_path_factory, dirs, files, rul
         seen = [inspect(os.path.join(resolved.canonical, n)) for n in plain]
         for op in ("read", "write", "delete", "metadata"):
             quick = tools.policy.decide_children(op, resolved.canonical, plain, tools.grants, seen)
-            full = [tools.policy.decide_granted(op, Target(os.path.join(resolved.canonical, n), inode=i, nlink=k),
-                                                tools.grants)
+            full = [engine(tools, op, Target(os.path.join(resolved.canonical, n), inode=i, nlink=k))
                     for n, (i, k) in zip(plain, seen, strict=True)]
+            assert [tools.policy.decide_granted(op, Target(os.path.join(resolved.canonical, n), inode=i, nlink=k),
+                                                tools.grants) for n, (i, k) in zip(plain, seen, strict=True)] == full
             assert quick == full, (op, text, directory, plain)
 
 
@@ -158,5 +176,31 @@ def test_a_hard_link_to_a_denied_file_is_hidden_from_a_listing(tmp_path):
     assert verdict == "allow" and resolved is not None
     entries = safe_io.list_directory(str(repo), "sub")
     fast = dict(zip([e.name for e in entries], tools.peek_entries(resolved, entries), strict=True))
-    slow = {e.name: tools.peek(str(repo), f"sub/{e.name}")[0] for e in entries}
+    slow = {e.name: full_peek(tools, str(repo), f"sub/{e.name}") for e in entries}
     assert fast == slow == {".env": "deny", "notes.txt": "deny", "plain.txt": "allow"}
+
+
+def test_children_that_are_anchors_themselves_get_their_own_rules(tmp_path):
+    """A rule on a child directory or file (not on the listed directory) decides that child."""
+    repo = Path(os.path.realpath(tmp_path)) / "repo"
+    for name in ("vault", "open", "docs"):
+        (repo / name).mkdir(parents=True)
+    (repo / "prod.tfvars").write_text("x\n")
+    (repo / "README.md").write_text("x\n")
+    config = tmp_path / "user.toml"
+    config.write_text(f'version = 2\n[[paths]]\nid = "vault"\npath = "{repo}/vault"\npolicies = {{ read = "deny" }}\n'
+                      f'[[paths]]\nid = "tf"\npath = "{repo}/prod.tfvars"\npolicies = {{ read = "request" }}\n'
+                      f'[[paths]]\nid = "docs"\npath = "{repo}/docs"\npolicies = {{ read = "allow", write = "deny" }}\n')
+    tools = FileTools([str(repo)], env={"ROOTGUARD_CONFIG": str(config), "HOME": str(tmp_path)})
+    verdict, resolved = tools.peek(str(repo), ".")
+    assert resolved is not None
+    entries = safe_io.list_directory(str(repo), "")
+    fast = dict(zip([e.name for e in entries], tools.peek_entries(resolved, entries), strict=True))
+    slow = {e.name: full_peek(tools, str(repo), e.name) for e in entries}
+    assert fast == slow
+    assert fast["vault"] == "deny" and fast["prod.tfvars"] == "request" and fast["open"] == "allow"
+    names = [e.name for e in entries]
+    for op in ("read", "write"):
+        quick = tools.policy.decide_children(op, str(repo), names)
+        assert quick == [engine(tools, op, Target(os.path.join(str(repo), n), inode=inspect(os.path.join(str(repo), n))[0],
+                                                  nlink=inspect(os.path.join(str(repo), n))[1])) for n in names]

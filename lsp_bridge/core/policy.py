@@ -45,7 +45,7 @@ from collections.abc import Container, Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from lsp_bridge.core.paths import fold, is_within, realpath
+from lsp_bridge.core.paths import CASE_INSENSITIVE, fold, is_within, realpath
 from lsp_bridge.core.protected import ProtectedAreas, default_areas, protected_reason
 from lsp_bridge.core.rules import CompiledRule, RuleSet
 from lsp_bridge.core.scope import Scope
@@ -204,6 +204,7 @@ class Policy:
             anchored.update(ruleset.anchors)
             anchored.update(ruleset.protected)
         self._anchored = frozenset(anchored)
+        self._slots: dict[tuple[str, str], _Slot] = {}
 
     # -- root selection ------------------------------------------------------
 
@@ -397,8 +398,58 @@ class Policy:
         return ItemDecision(whole, parts, whole.decision, whole.reason)
 
     def decide_granted(self, op: str, target: Target, granted: Container[tuple[str, str]] = ()) -> str:
-        """The verdict for one resolved path after session grants (listings filter with it)."""
+        """The verdict for one resolved path after session grants (listings and searches filter with it).
+
+        The compiled fast path: a target with no link on the way is decided
+        from its directory's anchors (``_slot``, kept per directory), as
+        ``decide_children`` decides a listing; anything else, and any child the
+        fast path cannot vouch for, takes the full engine. Same answers:
+        ``tests/test_policy_children.py``.
+        """
+        if not target.links and not target.loop and op in _NEEDS:
+            path = target.canonical
+            parent, _, name = path.rpartition(os.sep)
+            if parent and name:
+                slot = self._slots.get((parent, op)) or self._slot(parent, op)
+                verdict = self._fast_verdict(op, path, slot, target.nlink)
+                if verdict is not None:
+                    if verdict == "request" and (_NEEDS[op], path) in granted:
+                        return "allow"
+                    return verdict
         return self._decide_item((op, target), granted).verdict
+
+    def _slot(self, directory: str, op: str) -> _Slot:
+        """What deciding ``op`` on a child of canonical ``directory`` needs, computed once per directory."""
+        slot = self._slots.get((directory, op))
+        if slot is None:
+            if len(self._slots) >= _MAX_SLOTS:
+                self._slots.clear()
+            need = _NEEDS[op]
+            _, ruleset = self.select(directory)
+            candidates, globbed = ruleset.child_candidates(fold(directory), need)
+            fixed = None if globbed else ruleset.child_winner("", candidates)
+            slot = self._slots[(directory, op)] = _Slot(ruleset, candidates, globbed, fixed, {})
+        return slot
+
+    def _fast_verdict(self, op: str, path: str, slot: _Slot, nlink: int = 1) -> str | None:
+        """The engine's verdict for child ``path`` from its directory's slot, None when the child needs
+        the full engine: it is an anchor itself, a protected target of a mutation, or a read of a file
+        with several hard links."""
+        key = path.casefold() if CASE_INSENSITIVE else path  # fold(), inlined: this runs per decision
+        if key in self._anchored:
+            return None
+        need = _NEEDS[op]
+        if need == "read":
+            if nlink > 1:
+                return None
+        elif op in _MUTATING and protected_reason(path, self.areas):
+            return None
+        win = slot.ruleset.child_winner(key, slot.candidates) if slot.globbed else slot.fixed
+        mark = (id(win[0]), win[1]) if win is not None else None
+        verdict = slot.memo.get(mark)
+        if verdict is None:
+            verdict = slot.memo[mark] = self._point(win, path, need, slot.ruleset, op)[0]
+        return verdict
 
     def decide_children(
         self, op: str, directory: str, names: Iterable[str], granted: Container[tuple[str, str]] = (),
@@ -426,26 +477,17 @@ class Policy:
             raise PolicyInputError(f"unknown operation {op!r} for a listing")
         need = _NEEDS[op]
         base = directory if directory.endswith(os.sep) else directory + os.sep
-        _, ruleset = self.select(directory)
-        candidates, globbed = ruleset.child_candidates(fold(directory), need)
-        fixed = None if globbed else ruleset.child_winner("", candidates)
-        memo: dict[tuple[int, str] | None, str] = {}
-        anchored = self._anchored
+        slot = self._slot(directory.rstrip(os.sep) or os.sep, op)
         verdicts = []
-        mutating = op in _MUTATING
         for index, name in enumerate(names):
             path = base + name
-            key = fold(path)
             inode, nlink = files[index] if files is not None else (None, 1)
-            if (not name or os.sep in name or name in (".", "..") or key in anchored
-                    or (nlink > 1 and need == "read") or (mutating and protected_reason(path, self.areas))):
-                verdicts.append(self.decide_granted(op, Target(path, inode=inode, nlink=nlink), granted))
-                continue
-            win = ruleset.child_winner(key, candidates) if globbed else fixed
-            mark = (id(win[0]), win[1]) if win is not None else None
-            verdict = memo.get(mark)
+            verdict = None
+            if name and os.sep not in name and name not in (".", ".."):
+                verdict = self._fast_verdict(op, path, slot, nlink)
             if verdict is None:
-                verdict = memo[mark] = self._point(win, path, need, ruleset, op)[0]
+                verdicts.append(self._decide_item((op, Target(path, inode=inode, nlink=nlink)), granted).verdict)
+                continue
             if verdict == "request" and (need, path) in granted:
                 verdict = "allow"
             verdicts.append(verdict)
@@ -520,6 +562,20 @@ class Policy:
             return None
         roots = ", ".join(sorted(root for root, _ in selected.values()))
         return f"the call spans roots whose policies differ ({roots}); split it per root"
+
+
+_MAX_SLOTS = 4096  # directories whose fast-path slot is kept (the policy is rebuilt when anything changes)
+
+
+@dataclass
+class _Slot:
+    """One directory's share of every child's decision for one operation (``Policy._slot``)."""
+
+    ruleset: RuleSet
+    candidates: list[tuple[CompiledRule, str, int, tuple[int, ...] | None]]
+    globbed: bool
+    fixed: tuple[CompiledRule, str] | None
+    memo: dict[tuple[int, str] | None, str]
 
 
 def _squash_slashes(path: str) -> str:

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
@@ -40,6 +41,7 @@ INVENTORY_DEPTH = 1
 DEEP_BUDGET = 20_000  # directories the deep rescan polls
 DEEP_INTERVAL = 0.5  # seconds between two polls (at least)
 DEEP_SHARE = 0.05  # at most this share of a core: a slow poll waits longer before the next
+DEEP_SETTLE = 0.5  # seconds after the roots change before the first walk (the inventory scans first)
 _SKIP = {".git", "node_modules", "__pycache__", ".venv", "venv", "dist", "build", "target"}
 
 
@@ -223,6 +225,7 @@ class DeepScan:
         self._roots: tuple[str, ...] = ()
         self._times: dict[str, int] = {}  # directory -> st_mtime_ns when last listed
         self._reset = False
+        self._since = 0  # when the roots last changed (time.time_ns)
         self._stopped = False
         self._lock = threading.Lock()
         self._wake = threading.Event()
@@ -235,6 +238,7 @@ class DeepScan:
                 return
             self._roots = tuple(roots)
             self._reset = True
+            self._since = time.time_ns()
             if self._thread is None and roots:
                 self._thread = threading.Thread(target=self._run, name="rootguard-deep-scan", daemon=True)
                 self._thread.start()
@@ -245,15 +249,26 @@ class DeepScan:
         self._wake.set()
 
     def _run(self) -> None:
-        import time
-
         while not self._stopped:
+            with self._lock:
+                reset = self._reset
+            if reset:
+                # The walk waits for the widening's own inventory scan to be done (both want the
+                # CPU); a directory changed since the roots changed is reported when it is walked.
+                self._wake.clear()
+                self._wake.wait(DEEP_SETTLE)
+                self._wake.clear()
+                if self._stopped:
+                    return
             started = time.monotonic()
             with self._lock:
-                reset, self._reset, roots = self._reset, False, self._roots
+                reset, self._reset, roots, since = self._reset, False, self._roots, self._since
             if reset:
                 self._times = {}
                 self._add_trees(roots)
+                recent = [d for d, seen in self._times.items() if seen > since]
+                if recent:
+                    self._report(recent)
             else:
                 changed = self._poll()
                 if changed:

@@ -9,7 +9,9 @@ cd "$here"
 want_test=0
 [ "${1:-}" = "--test" ] && want_test=1
 
-packages=(git python3-venv bubblewrap)  # bubblewrap: the mount-set sandbox test
+# bubblewrap: the sandbox of `rootguard run` and the mount-set test (unprivileged, not setuid);
+# strace: `rootguard trace` and `rootguard probe --trace`.
+packages=(git python3-venv bubblewrap strace)
 if [ "$want_test" = 1 ]; then
   # Qt offscreen/xcb runtime, a virtual X server for tray screenshots, Neovim for the
   # third-party LSP client smoke test, Node for the VS Code extension.

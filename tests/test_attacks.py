@@ -337,6 +337,19 @@ async def test_brace_excludes_are_honoured_through_check_and_mcp(world):
             assert (code(result) or "allow") == ("allow" if expected == "allow" else "policy_denied"), name
 
 
+def test_a_narrow_roots_hard_link_to_the_repositorys_denied_env_is_refused(world):
+    """The seed's layout: the root is a package, ``.env`` sits at the repository top (outside the union)."""
+    repo = world["repo"]
+    narrow = repo / "sub"
+    os.link(repo / "private" / "notes.txt", narrow / "notes-copy")  # denied by a project rule beside the root
+    for name in ("notes-copy",):
+        code, answer = check(world, "read", str(narrow / name), roots=[narrow])
+        assert (code, answer["decision"]) == (1, "deny"), (name, answer)
+        assert "hard link" in answer["reason"]
+    code, answer = check(world, "read", str(narrow / "readme.md"), roots=[narrow])
+    assert answer["decision"] == "allow", answer
+
+
 def test_a_root_containing_home_through_check(world):
     home = world["home"]
     for name in (".config/rootguard/config.toml", ".local/state/rootguard/audit.jsonl"):

@@ -99,7 +99,10 @@ def test_mounts_json_and_docker(repo):
     data = json.loads(rootguard("mounts", "--json", str(repo / "packages/checkout")).stdout)
     assert "suggested" in data and "roots_without_mount" in data
     docker = rootguard("mounts", "--docker", str(repo / "packages/checkout")).stdout
-    assert docker.startswith("-v ") and "/workspace" in docker
+    assert docker.startswith("docker run --rm -i --network none --user ")
+    # the linked worktree is a second repository: each gets /workspace/<name>
+    assert f"-v {repo / 'packages/checkout'}:/workspace/shop/packages/checkout:rw" in docker
+    assert "-w /workspace/shop/packages/checkout IMAGE" in docker
 
 
 def test_config_migrate_check_exit_codes(tmp_path):
@@ -121,6 +124,20 @@ def test_config_migrate_check_exit_codes(tmp_path):
 def test_demo_runs_and_prints_the_widening_report():
     out = rootguard("demo").stdout
     assert "widens the union" in out and ".env (4)" in out
+
+
+def test_roots_warns_about_an_unconfined_mcp_server_and_not_about_a_wrapped_one(repo):
+    checkout = repo / "packages/checkout"
+    (checkout / ".vscode").mkdir()
+    (checkout / ".vscode" / "mcp.json").write_text(json.dumps({"servers": {
+        "bare": {"command": "npx", "args": ["-y", "@acme/fs-server"]},
+        "wrapped": {"command": "rootguard", "args": ["run", "--root", "${workspaceFolder}", "--", "npx", "srv"]},
+    }}))
+    data = json.loads(rootguard("roots", "--json", str(checkout)).stdout)
+    codes = [w["code"] for w in data["warnings"]]
+    assert codes.count("mcp-server-unconfined") == 1
+    [warning] = [w for w in data["warnings"] if w["code"] == "mcp-server-unconfined"]
+    assert "servers.bare" in warning["message"] and "rootguard run" in warning["message"]
 
 
 # ---------------------------------------------------------------- the contract for every command
@@ -451,3 +468,25 @@ def test_a_bad_rootguard_roots_entry_is_refused_not_ignored(tmp_path):
     assert result.returncode == 2
     assert "ROOTGUARD_ROOTS entry 'relative/dir' is not an absolute path" in result.stderr
     assert "ignored" not in result.stderr
+
+
+def test_inventory_tells_apart_the_same_folder_of_two_checkouts(repo, tmp_path):
+    """worktrees = "include" adds packages/ui of the main checkout and of the linked worktree:
+    the report names them so they can be told apart (not "ui, ui")."""
+    root, hotfix = str(repo / "packages/checkout"), tmp_path / "shop-hotfix"
+    for checkout in (repo, hotfix):
+        (checkout / "packages/ui/widgets/package.json").parent.mkdir(parents=True)
+        (checkout / "packages/ui/widgets/package.json").write_text("{}\n")
+    out = rootguard("inventory", "--root", root, "--add", str(hotfix / "packages/ui")).stdout
+    line = next(x for x in out.splitlines() if "first-party packages now readable" in x)
+    names = line.split("now readable: ", 1)[1].split(", ")
+    assert sorted(names) == sorted(["shop/packages/ui", "shop/packages/ui/widgets",
+                                    "shop-hotfix/packages/ui", "shop-hotfix/packages/ui/widgets"]), line
+    # One folder added, no namesake: its own name is enough.
+    single = rootguard("inventory", "--root", root, "--add", str(repo / "packages/ui"),
+                       env={"ROOTGUARD_CONFIG": str(tmp_path / "ignore.toml")}, check=False)
+    assert single.returncode == 2  # a missing ROOTGUARD_CONFIG file is an error, not a fallback
+    (tmp_path / "ignore.toml").write_text('version = 2\n[workspace]\nworktrees = "ignore"\n')
+    out = rootguard("inventory", "--root", root, "--add", str(repo / "packages/ui"),
+                    env={"ROOTGUARD_CONFIG": str(tmp_path / "ignore.toml")}).stdout
+    assert "now readable: ui, ui/widgets" in out, out

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import shutil
 import sys
 from pathlib import Path
 
@@ -492,3 +493,42 @@ async def test_a_user_config_created_later_is_picked_up(client, tmp_path, isolat
             break
         await asyncio.sleep(0.1)
     assert (await decision())["decision"] == "deny"
+
+
+async def test_status_warns_about_an_mcp_server_that_runs_unconfined(client, tmp_path):
+    project = tmp_path / "app"
+    (project / ".vscode").mkdir(parents=True)
+    (project / ".vscode" / "mcp.json").write_text(
+        '{\n  // one plain, one confined\n  "servers": {\n'
+        '    "files": {"command": "npx", "args": ["-y", "@acme/fs-server"]},\n'
+        '    "index": {"command": "rootguard", "args": ["run", "--root", "${workspaceFolder}", "--", "idx"]}\n'
+        "  }\n}\n"
+    )
+    await client.start([project])
+
+    def unconfined(status):
+        return [w for w in status.get("warnings", []) if w.get("code") == "mcp-server-unconfined"]
+
+    status = await client.next_status(0, lambda s: unconfined(s), "a status with the unconfined-server warning")
+    [warning] = unconfined(status)
+    assert "servers.files" in warning["message"] and "rootguard run" in warning["message"]
+    assert not any(w.get("code") == "mcp-server-confined-wider" for w in status["warnings"])
+
+
+# --- rootguard/trace (issue 13) -------------------------------------------------------
+
+
+@pytest.mark.skipif(not (shutil.which("strace") and shutil.which("bwrap")), reason="strace and bubblewrap are needed")
+async def test_trace_request_proposes_the_file_above_the_root(client, tmp_path):
+    repo = make_repo(tmp_path / "mono", {"tsconfig.base.json": '{"compilerOptions": {}}\n',
+                                         "packages/app/index.txt": "app\n"})
+    root = repo / "packages" / "app"
+    await client.start([root])
+    await client.next_status(0)
+    result = as_data(await client.client.protocol.send_request_async(
+        "rootguard/trace", {"command": ["cat", "../../tsconfig.base.json"]}))
+    assert result["exit_code"] == 0 and "compilerOptions" in result["output"]
+    assert [r["path"] for r in result["proposed"]["paths"]] == [str(repo / "tsconfig.base.json")]
+    assert '[[paths]]' in result["snippet"]
+    bad = as_data(await client.client.protocol.send_request_async("rootguard/trace", {"command": []}))
+    assert bad["exit"] == 2 and "command" in bad["error"]

@@ -57,12 +57,16 @@ def monorepo(tmp_path: Path) -> Path:
     write(legacy / "plugin-legacy/index.js", "module.exports = 'legacy';\n")
     link(legacy / "vite", "../../../../packages/vite")  # the store links back into first-party source
     vite = repo / "packages/vite"
-    write(vite / "package.json", '{"name": "vite", "version": "7.0.0"}\n')
+    # "imports" maps a #name to a dependency: Node reads it from the package's package.json
+    # above the narrow root (vite's own package.json has "#dep-types/*" and "#module-sync-enabled").
+    write(vite / "package.json", '{"name": "vite", "version": "7.0.0", "imports": {"#glob": "picomatch"}}\n')
     write(vite / "secret-notes.md", "first-party, outside the narrow root\n")
     link(vite / "node_modules/picomatch", "../../../node_modules/.pnpm/picomatch@4.0.2/node_modules/picomatch")
     link(vite / "node_modules/plugin-legacy", f"../../../node_modules/.pnpm/{LEGACY}/node_modules/plugin-legacy")
     write(vite / "src/node/index.js", "module.exports = require('picomatch');\n")
-    write(vite / "src/node/tsconfig.json", '{\n  "compilerOptions": {\n    "types": ["node"]\n  }\n}\n')
+    write(vite / "src/node/tsconfig.json",
+          '{\n  "compilerOptions": {\n    "types": ["node"]\n  },\n  "include": ["./", "../types"]\n}\n')
+    write(vite / "src/types/shims.d.ts", "declare const shim: string;\n")
     git(repo, "init", "-q")
     return repo
 
@@ -77,11 +81,12 @@ def suggested_mounts(root: Path) -> dict:
 PROBE = r"""
 const fs = require('fs');
 const out = {};
-for (const name of ['picomatch', '@types/node/package.json', 'plugin-legacy']) {
+for (const name of ['picomatch', '@types/node/package.json', 'plugin-legacy', '#glob']) {
   try { out[name] = require.resolve(name); } catch (e) { out[name] = null; }
 }
-out.first_party_visible = fs.existsSync('/workspace/packages/vite/package.json');
-out.backlink_resolves = fs.existsSync('/workspace/node_modules/.pnpm/LEGACY/node_modules/vite/package.json');
+out.first_party_visible = fs.existsSync('/workspace/packages/vite/secret-notes.md')
+  || fs.existsSync('/workspace/packages/vite/src/types/shims.d.ts');
+out.backlink_resolves = fs.existsSync('/workspace/node_modules/.pnpm/LEGACY/node_modules/vite/secret-notes.md');
 console.log(JSON.stringify(out));
 """.replace("LEGACY", LEGACY)
 
@@ -123,12 +128,48 @@ def test_suggested_mounts_let_node_resolve_in_a_sandbox_of_only_those_mounts(mon
     assert seen["picomatch"] == "/workspace/node_modules/.pnpm/picomatch@4.0.2/node_modules/picomatch/index.js"
     assert seen["@types/node/package.json"].endswith("/@types/node/package.json")
     assert seen["plugin-legacy"] is not None
+    assert seen["#glob"] == seen["picomatch"]  # the package's "imports", read from its package.json
     assert seen["first_party_visible"] is False  # nothing first-party beyond the narrow root
     assert seen["backlink_resolves"] is False  # the flagged store link dangles: not handed over
 
     without = [s for s in data["suggested"] if s["target"] != "/workspace/packages/vite/node_modules"]
     control = run_in_sandbox(without, "/workspace/packages/vite/src/node")
     assert control["picomatch"] is None  # the gap the package-level mount closes
+
+
+def test_the_package_json_above_a_narrow_root_is_one_file_mount(monorepo: Path):
+    """vite's ``packages/vite/src/node``: Node reads ``type``/``imports``/``exports`` from
+    ``packages/vite/package.json``; without it ``#glob`` does not resolve in the sandbox."""
+    root = monorepo / "packages/vite/src/node"
+    data = suggested_mounts(root)
+    by_target = {s["target"]: s for s in data["suggested"]}
+    manifest = by_target["/workspace/packages/vite/package.json"]
+    assert manifest["mode"] == "ro" and manifest["source"] == str(monorepo / "packages/vite/package.json")
+    assert "package.json of the package packages/vite above the root" in manifest["reason"]
+    assert str(monorepo / "packages/vite/package.json") in data["single_files"]
+    assert "/workspace/package.json" not in by_target  # the nearest manifest only, as Node reads it
+    without = [s for s in data["suggested"] if s["target"] != "/workspace/packages/vite/package.json"]
+    control = run_in_sandbox(without, "/workspace/packages/vite/src/node")
+    assert control["picomatch"] is not None and control["#glob"] is None  # the gap the file closes
+    # The package itself as the root: its package.json is inside, nothing to add.
+    own = {s["target"] for s in suggested_mounts(monorepo / "packages/vite")["suggested"]}
+    assert not any(t.endswith("package.json") for t in own), own
+
+
+def test_tsconfig_include_outside_the_root_is_said_not_suggested(monorepo: Path):
+    """vite's ``src/node/tsconfig.json`` includes ``../types``: first-party source outside the
+    narrow root; the mounts leave it out and a warning names the tsconfig line that needs it."""
+    root = monorepo / "packages/vite/src/node"
+    data = suggested_mounts(root)
+    assert not any("src/types" in s["source"] for s in data["suggested"])
+    tsconfig = root / "tsconfig.json"
+    warnings = [w for w in data["warnings"] if w["code"] == "tsconfig-input-outside-root"]
+    assert len(warnings) == 1, data["warnings"]
+    assert warnings[0]["message"].startswith(f"{tsconfig}:5:21:") and "'../types'" in warnings[0]["message"]
+    assert str(monorepo / "packages/vite/src/types") in warnings[0]["message"]
+    out = subprocess.run([ROOTGUARD, "mounts", str(root)], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert f"{tsconfig}:5:21:" in out.stdout and "include entry '../types'" in out.stdout
 
 
 def test_text_output_names_the_mounts_and_the_file_that_needs_them(monorepo: Path):

@@ -416,3 +416,39 @@ def test_roots_from_two_repositories_get_one_directory_each(tmp_path: Path):
         (str(base / "api" / "src"), "/workspace/api/src"),
         (str(base / "web"), "/workspace/web"),
     ]
+
+
+# ---------------------------------------------------------------- MCP servers under rootguard run
+
+
+def test_wrapped_servers_match_the_union_and_unconfined_ones_are_warned_about(shop: Path):
+    from lsp_bridge.inventory.mounts import mcp_server_confinement
+
+    checkout = shop / "packages" / "checkout"
+    config = write(checkout / ".vscode" / "mcp.json", """{
+  // stdio servers
+  "servers": {
+    "confined": {"command": "rootguard", "args": ["run", "--root", "${workspaceFolder}", "--", "npx", "srv"]},
+    "too-wide": {"command": "/usr/local/bin/rootguard", "args": ["run", "--root", "${workspaceFolder}/../..", "--", "srv"]},
+    "bare": {"command": "npx", "args": ["-y", "@acme/fs-server"]},
+    "guarded": {"command": "rootguard", "args": ["mcp", "--root", "${workspaceFolder}"]},
+    "remote": {"type": "http", "url": "https://example.invalid/mcp"},
+  },
+}""")
+    write(checkout / ".mcp.json", json.dumps({"mcpServers": {"claude-side": {"command": "uvx", "args": ["srv"]}}}))
+
+    found = mcp_server_confinement(str(checkout), {}, [str(checkout)])
+
+    by_code = {}
+    for d in found:
+        by_code.setdefault(d.code, []).append(d)
+    [confined] = by_code["mcp-server-confined"]
+    assert confined.severity == "information" and "servers.confined" in confined.message
+    [wide] = by_code["mcp-server-confined-wider"]
+    assert wide.severity == "warning" and str(shop) in wide.message and wide.file == str(config)
+    unconfined = by_code["mcp-server-unconfined"]
+    assert [d.message.split(" runs")[0] for d in unconfined] == [
+        ".vscode/mcp.json servers.bare", ".mcp.json mcpServers.claude-side"]
+    assert all("rootguard run" in d.message for d in unconfined)
+    assert unconfined[0].range is not None and unconfined[0].range.start_line == 5
+    assert len(found) == 4  # the guarded server and the remote one say nothing

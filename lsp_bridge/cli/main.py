@@ -24,6 +24,7 @@ from collections.abc import Sequence
 from typing import NoReturn
 
 EXIT_ALLOW, EXIT_DENY, EXIT_BAD_INPUT, EXIT_REQUEST = 0, 1, 2, 3
+EXIT_UNCONFINED = 125  # rootguard run: confinement cannot be set up (lsp_bridge.sandbox.runner)
 DECISION_EXIT = {"allow": EXIT_ALLOW, "deny": EXIT_DENY, "request": EXIT_REQUEST}
 
 
@@ -154,12 +155,70 @@ def cmd_mounts(args) -> int:
     with _progress(args, "reading links, stores and tsconfig files"):
         reconciliation = mounts_report(session)
     if args.docker:
-        _write(" ".join(_shell_quote(a) for a in reconciliation.docker_args()))
+        from lsp_bridge.sandbox.docker import docker_command
+        from lsp_bridge.sandbox.profile import ProfileError, build_profile
+
+        try:
+            profile = build_profile(session, reconciliation=reconciliation, landlock=False)
+        except ProfileError as err:
+            raise UsageError(str(err)) from None
+        docker = docker_command(profile, reconciliation, image=args.image, program=args.program)
+        for path in docker.skipped:
+            print(f"rootguard: {_safe(path)} has no place under /workspace; left out of the docker command",
+                  file=sys.stderr)
+        _write(" ".join(_shell_quote(a) for a in docker.argv))
         return 0
     data = reconciliation.to_json()
     data["warnings"] = warnings_of([*session.diagnostics, *reconciliation.diagnostics])
     _emit(args, data, format_mounts)
     return 0
+
+
+def cmd_run(args) -> int:
+    """``rootguard run``: parse, build the profile, run (or print) it; 125 when it cannot."""
+    import shlex
+
+    from lsp_bridge.sandbox.profile import ProfileError, build_profile
+    from lsp_bridge.sandbox.runner import ConfinementError, find_bwrap, run
+
+    command = list(args.command)
+    if command[:1] == ["--"]:
+        command = command[1:]
+    try:
+        if not command and not args.print:
+            raise ConfinementError("no COMMAND given (rootguard run [--root FOLDER]... -- COMMAND [ARG...])")
+        try:
+            session = _session(args.root, option="--root")
+        except UsageError as err:
+            raise ConfinementError(str(err)) from None
+        except ConfigError as err:
+            raise ConfinementError(f"invalid configuration: {_config_text(err.diagnostics[0])}") from None
+        profile = build_profile(session, cwd=os.getcwd(), toolchain=not args.no_toolchain)
+        if args.print:
+            line = profile.command_line(command or ["COMMAND"], bwrap=find_bwrap() or "bwrap")
+            _write(_format_command(line, shlex.quote))
+            return 0
+        return run(profile, command, landlock_only=args.landlock_only)
+    except (ConfinementError, ProfileError) as err:
+        print(f"rootguard run: {_safe(str(err))}", file=sys.stderr)
+        return EXIT_UNCONFINED
+    except Exception as err:  # a bug: fail closed, and say so in one line (COMMAND did not run)
+        if os.environ.get("ROOTGUARD_DEBUG"):
+            raise
+        print(f"rootguard run: internal error: {type(err).__name__}: {_safe(str(err))}; COMMAND was not run "
+              "(set ROOTGUARD_DEBUG=1 for details)", file=sys.stderr)
+        return EXIT_UNCONFINED
+
+
+def _format_command(argv: list[str], quote) -> str:
+    """One option (with its values) per line, shell continuation between them."""
+    lines: list[list[str]] = [[argv[0]]]
+    for arg in argv[1:]:
+        if arg.startswith("--") or not lines[-1] or lines[-1][0] == "--":
+            lines.append([arg])
+        else:
+            lines[-1].append(arg)
+    return " \\\n  ".join(" ".join(quote(a) for a in line) for line in lines)
 
 
 def cmd_config_migrate(args) -> int:
@@ -171,6 +230,41 @@ def cmd_config_migrate(args) -> int:
     if args.file:
         forwarded += ["--", args.file]
     return main_migrate(forwarded)
+
+
+def cmd_probe(args) -> int:
+    """``rootguard probe``: 0 every path-taking tool tested and nothing served outside, else 1."""
+    command = _after_dashes(args.command, "probe", "SERVER_COMMAND")
+    try:
+        from lsp_bridge.probe.runner import ProbeError, format_report, run_probe
+    except ModuleNotFoundError as err:
+        raise UsageError(f"probe needs the 'mcp' extra ({err.name} is not installed): "
+                         "pip install '.[mcp]' in the Root Guard source folder") from None
+    try:
+        report = run_probe(command, trace=args.trace)
+    except ProbeError as err:
+        raise UsageError(str(err)) from None
+    _emit(args, report.to_json() if args.json else {}, lambda _: format_report(report))
+    return 0 if report.ok else 1
+
+
+def cmd_trace(args) -> int:
+    """``rootguard trace``: 0 when the trace ran, 125 when it cannot trace here, 2 bad input."""
+    from lsp_bridge.trace.run import TraceError, TraceUnavailable, format_trace, run_trace
+
+    command = _after_dashes(args.command, "trace", "COMMAND")
+    if not args.root:
+        raise UsageError("trace needs at least one --root FOLDER (never the current directory)")
+    session = _session(args.root)  # an invalid configuration is exit 2 here
+    try:
+        result = run_trace(session, command, enforced=args.enforced)
+    except TraceUnavailable as err:
+        print(f"rootguard trace: {_safe(str(err))}", file=sys.stderr)
+        return EXIT_UNCONFINED
+    except TraceError as err:
+        raise UsageError(str(err)) from None
+    _emit(args, result.to_json(), lambda _: format_trace(result))
+    return 0
 
 
 def cmd_demo(args) -> int:
@@ -204,6 +298,15 @@ def _session(folders: Sequence[str], *, option: str = "FOLDER"):
     if broken:
         raise ConfigError(broken)
     return session
+
+
+def _after_dashes(command: Sequence[str], name: str, what: str) -> list[str]:
+    command = list(command)
+    if command and command[0] == "--":
+        command = command[1:]
+    if not command:
+        raise UsageError(f"{name} needs {what} after --")
+    return command
 
 
 def _emit(args, data: dict, text) -> None:
@@ -309,9 +412,13 @@ class _VersionAction(argparse.Action):
 
 
 class _Parser(argparse.ArgumentParser):
-    """Usage errors are one line on stderr and exit 2 (``--json``: an error object too)."""
+    """Usage errors are one line on stderr and exit 2 (``--json``: an error object too);
+    ``rootguard run`` exits 125 instead, leaving 1 and 2 to COMMAND."""
 
     def error(self, message: str) -> NoReturn:
+        if self.prog.split()[-1:] == ["run"]:
+            print(f"{self.prog}: error: {message}; COMMAND was not run (see {self.prog} --help)", file=sys.stderr)
+            sys.exit(EXIT_UNCONFINED)
         print(f"{self.prog}: error: {message} (see {self.prog} --help)", file=sys.stderr)
         if _wants_json(sys.argv[1:]):
             _write(json.dumps({"error": {"kind": "bad-input", "message": message, "diagnostics": []}}))
@@ -363,8 +470,27 @@ def _parser() -> argparse.ArgumentParser:
                                    "the narrow mount set a container needs.")
     p.add_argument("folders", nargs="+", metavar="FOLDER", help="a workspace folder, as the editor sends it")
     p.add_argument("--json", action="store_true", help=JSON_HELP)
-    p.add_argument("--docker", action="store_true", help="print the docker run volume arguments only")
+    p.add_argument("--docker", action="store_true",
+                   help="print a whole docker run command with the same mount set as rootguard run")
+    p.add_argument("--image", default="IMAGE", help="the image for --docker (default: the placeholder IMAGE)")
+    p.add_argument("--program", default="docker", choices=["docker", "podman"], help="docker or podman for --docker")
     p.set_defaults(run=cmd_mounts)
+
+    p = sub.add_parser(
+        "run", help="run COMMAND with the file system narrowed by the kernel to the effective policy",
+        description="Run COMMAND and its children in a bubblewrap sandbox (plus Landlock inside) built from the "
+        "session's effective policy. Exit status: COMMAND's own; 125 when confinement cannot be set up "
+        "(COMMAND is never run unconfined). See docs/confinement.md.",
+    )
+    p.add_argument("--root", action="append", default=[], metavar="FOLDER",
+                   help="a workspace folder (repeat for more; without one only system directories are visible)")
+    p.add_argument("--print", action="store_true", help="print the sandbox command line and exit")
+    p.add_argument("--no-toolchain", action="store_true",
+                   help="leave out the toolchain mounts (pnpm store, configuration files above the root)")
+    p.add_argument("--landlock-only", action="store_true",
+                   help="without bubblewrap, run under Landlock alone (degraded: no masks, no read-only .git)")
+    p.add_argument("command", nargs=argparse.REMAINDER, metavar="-- COMMAND [ARG...]")
+    p.set_defaults(run=cmd_run)
 
     p = sub.add_parser("config", help="configuration tools", description="Configuration tools.")
     csub = p.add_subparsers(metavar="ACTION", parser_class=_Parser)
@@ -385,6 +511,34 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--keep", action="store_true", help="keep the demo folder (its path is printed)")
     p.add_argument("--json", action="store_true", help="print the reports as one JSON object")
     p.set_defaults(run=cmd_demo)
+
+    p = sub.add_parser(
+        "trace", help="run COMMAND traced; propose the named-file grants it needs outside the roots",
+        description="Run COMMAND once in the first root with the disk read-only and the roots writable, traced by "
+        "strace; report what it used outside the roots, the read-only grants to add to the user file (never a "
+        "credential file or a denied path) and the quiet failures. COMMAND's output goes to stderr. Exit status: "
+        "0 when the trace ran, 125 when it cannot trace here (no strace or bubblewrap, ptrace not allowed), "
+        "2 bad input. See docs/trace.md.",
+    )
+    p.add_argument("--root", action="append", default=[], metavar="FOLDER", help="a workspace folder (repeat for more)")
+    p.add_argument("--json", action="store_true", help=JSON_HELP)
+    p.add_argument("--enforced", action="store_true",
+                   help="run in rounds under rootguard run's narrow sandbox, adding what each round could not find")
+    p.add_argument("command", nargs=argparse.REMAINDER, metavar="-- COMMAND [ARG...]")
+    p.set_defaults(run=cmd_trace)
+
+    p = sub.add_parser(
+        "probe", help="the boundary test matrix for any stdio MCP server ({root} = the narrow root)",
+        description="Build a fixture in a temporary folder (a narrow root, a prefix sibling, an outside secret, "
+        "links), start SERVER_COMMAND with {root} replaced by the narrow root, and call every tool that takes a "
+        "path with inside / outside / prefix-sibling / traversal / encoded / absolute / symlink-out / dangling "
+        "targets. Exit status: 0 every path-taking tool tested and nothing outside served, 1 otherwise, "
+        "2 the server cannot be started. See docs/probe.md.",
+    )
+    p.add_argument("--json", action="store_true", help=JSON_HELP)
+    p.add_argument("--trace", action="store_true", help="also trace the server and list what it opened outside")
+    p.add_argument("command", nargs=argparse.REMAINDER, metavar="-- SERVER_COMMAND [ARG...]")
+    p.set_defaults(run=cmd_probe)
 
     for name, (_, text, _) in DELEGATED.items():  # listed for --help; main() dispatches them
         sub.add_parser(name, help=text, add_help=False)

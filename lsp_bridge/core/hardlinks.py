@@ -6,13 +6,18 @@ the inode of a file that a deny rule covers for ``read`` inside the union. Every
 multiply-linked file is served, because a pnpm store is made of hard links into the
 global store and refusing them would break the commonest layout.
 
-What this cannot detect (documented): a hard link to a file *outside* the union that
-no rule covers (the other name is unknown without scanning the whole disk), a denied
-file created or replaced since the index was built (the index is rebuilt at most every
-``TTL`` seconds when a multiply-linked file is read), and more than ``MAX_ENTRIES``
-entries below the deny rules' anchors (then every multiply-linked file is refused:
-fail closed). Writes through a hard link are safe already: a write replaces the name
-(temporary file + rename), never the shared inode.
+A project file's deny rules are walked from their anchor, wherever it lies, so a narrow
+root's hard link to the repository's denied ``.env`` is refused too; a user rule is
+walked only where it meets the union.
+
+What this cannot detect (documented): a hard link to a file *outside* the union that no
+rule covers, or that only a user rule anchored above the union covers (the other name is
+unknown without scanning the whole disk), a denied file created or replaced since the
+index was built (the index is rebuilt at most every ``TTL`` seconds when a multiply-
+linked file is read), and more than ``MAX_ENTRIES`` entries below the deny rules'
+anchors (then every multiply-linked file is refused: fail closed). Writes through a hard
+link are safe already: a write replaces the name (temporary file + rename), never the
+shared inode.
 
 This is an I/O edge of the engine: it walks the directories below deny rules (links
 not followed) to learn their files' inodes.
@@ -68,13 +73,19 @@ class HardLinkIndex:
 
         policy = self._policy
         union = [e.path for e in policy.scope.union.entries]
-        anchors: list[str] = []
+        anchors: list[tuple[str, bool]] = []
         for ruleset in {id(rs): rs for _, rs in policy._roots}.values():
             for rule in ruleset.config.paths:
                 if rule.read == "deny":
-                    anchors.append(rule.anchor)
+                    anchors.append((rule.anchor, rule.source == "project"))
         starts: list[str] = []
-        for anchor in anchors:
+        for anchor, from_project in anchors:
+            if from_project:
+                # A project rule is anchored in its own checkout: the repository's ``.env``
+                # beside a narrow root is a hard link's likeliest other name, so a project
+                # rule's whole anchor is walked, not only the union's part of it.
+                starts.append(anchor)
+                continue
             for entry in union:
                 if is_within(anchor, entry):
                     starts.append(anchor)

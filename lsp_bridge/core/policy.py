@@ -206,6 +206,14 @@ class Policy:
         self._anchored = frozenset(anchored)
         self._slots: dict[tuple[str, str], _Slot] = {}
 
+    def rulesets(self) -> list[RuleSet]:
+        """Each distinct rule set in force (one per project file), in root order."""
+        seen: list[RuleSet] = []
+        for _, ruleset in self._roots:
+            if all(ruleset is not s for s in seen):
+                seen.append(ruleset)
+        return seen
+
     # -- root selection ------------------------------------------------------
 
     def select(self, path: str) -> tuple[str, RuleSet]:

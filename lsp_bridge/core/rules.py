@@ -38,6 +38,10 @@ class CompiledRule:
     reduced: bool  # a project allow outside the host baseline: allow becomes request
     anchor_depth: int
 
+    def matches(self, rel: str) -> bool:
+        """Whether the rule covers ``rel`` (the path below the anchor, "" for the anchor)."""
+        return self.specificity(rel) is not None
+
     def specificity(self, rel: str) -> Specificity | None:
         """None when the rule does not match ``rel`` (the path below the anchor)."""
         if self.exact:
@@ -74,6 +78,9 @@ class RuleSet:
                 compiled = CompiledRule(rule, anchor, exact, excludes, includes, reduced, depth(anchor))
                 by_anchor.setdefault(anchor, []).append(compiled)
         self._index: PrefixIndex[list[CompiledRule]] = PrefixIndex(by_anchor)
+        self.compiled: tuple[CompiledRule, ...] = tuple(c for group in by_anchor.values() for c in group)
+        """Every rule at every anchor (worktree remappings included), for consumers that
+        enumerate rules rather than decide one path (the sandbox profile)."""
 
     @staticmethod
     def _anchors(rule: PathRule, scope: Scope) -> list[str]:

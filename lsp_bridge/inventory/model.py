@@ -226,13 +226,32 @@ class InventoryReport:
         return lines
 
     def _display(self, path: str) -> str:
-        """``path`` as <root name>/<relative>, relative to the after-root holding it."""
+        """``path`` as <root label>/<relative>, relative to the after-root holding it.
+
+        The label is the root's name, with as many parent folders as it takes to tell
+        roots of the same name apart (``worktrees = "include"`` adds ``packages/a`` of
+        every checkout: ``shop/packages/a`` and ``shop-hotfix/packages/a``).
+        """
+        labels = _root_labels(self.after)
         for root in sorted(self.after, key=len, reverse=True):
             if is_within(path, root):
                 rel = os.path.relpath(path, root).replace(os.sep, "/")
-                name = os.path.basename(root) or root
+                name = labels[root]
                 return show_path(name if rel == "." else f"{name}/{rel}")
         return show_path(path)
+
+
+def _root_labels(roots: tuple[str, ...]) -> dict[str, str]:
+    """Each root's shortest trailing run of path components that no other root ends with."""
+    parts = {root: [p for p in root.split(os.sep) if p] for root in roots}
+    labels: dict[str, str] = {}
+    for root, mine in parts.items():
+        labels[root] = root  # the whole path when no shorter tail is unique
+        for size in range(1, len(mine) + 1):
+            if not any(other != root and theirs[-size:] == mine[-size:] for other, theirs in parts.items()):
+                labels[root] = "/".join(mine[-size:])
+                break
+    return labels
 
 
 def _ratio_text(ratio: float) -> str:

@@ -381,9 +381,8 @@ def _is_container_run(server: dict) -> bool:
     command = server.get("command")
     if not isinstance(command, str):
         return False
-    program = re.split(r"[\\/]", command)[-1].lower().removesuffix(".exe")
     args = server.get("args")
-    return program in CONTAINER_COMMANDS and isinstance(args, list) and "run" in args
+    return _program(command) in CONTAINER_COMMANDS and isinstance(args, list) and "run" in args
 
 
 def _server_mounts(args, where, origin, path, text, ctx, mounts, diagnostics) -> None:
@@ -438,6 +437,98 @@ def _mount_from_spec(kind: str, spec: str, ctx: _Context, origin: str, path: str
         note = f"the mount source {source} does not exist"
     mode: Literal["ro", "rw"] = "ro" if opts & {"ro", "readonly"} else "rw"
     return Mount(source, posixpath.normpath(dst), mode, origin, path), note
+
+
+# ---------------------------------------------------------------- confinement of MCP servers
+
+WRAPPER_COMMANDS = ("rootguard",)
+
+
+def mcp_server_confinement(
+    folder: str, env: Mapping[str, str], union: Sequence[str], *, workspace_folders: Sequence[str] = ()
+) -> list[Diagnostic]:
+    """How each stdio MCP server in the folder's MCP configs is confined.
+
+    ``rootguard run --root R... -- cmd`` servers are recognised: their roots are
+    compared with the union (information when they match or are narrower, a
+    warning when a root reaches outside it). Container servers are left to the
+    mount reconciliation; remote servers (``url``) and Root Guard's own guarded
+    server (``rootguard mcp``) are not file-system processes to confine. Every
+    other stdio server runs unconfined: a warning says so and how to wrap it.
+    Unreadable or invalid files are reported by ``mounts_from_mcp_configs``.
+    """
+    found: list[Diagnostic] = []
+    if not os.path.isabs(folder):
+        return found
+    folded = [fold(entry) for entry in union]
+    for relative, dialect in MCP_CONFIG_FILES:
+        path = os.path.join(folder, *relative.split("/"))
+        data, text, error = _load_json(path, comments=dialect == "vscode")
+        if error or not isinstance(data, dict):
+            continue
+        ctx = _Context(folder, env, tuple(workspace_folders), dialect)
+        for key in SERVER_KEYS:
+            servers = data.get(key)
+            if not isinstance(servers, dict):
+                continue
+            for name, server in servers.items():
+                if isinstance(server, dict):
+                    at = _locate(text, name)
+                    diag = _server_confinement(server, f"{relative} {key}.{name}", path, at, ctx, folded)
+                    if diag is not None:
+                        found.append(diag)
+    return found
+
+
+def _program(command: str) -> str:
+    """The program's name without directory or ``.exe``, lower-cased."""
+    return re.split(r"[\\/]", command)[-1].lower().removesuffix(".exe")
+
+
+def _server_confinement(
+    server: dict, where: str, path: str, at: Range | None, ctx: _Context, union: Sequence[str]
+) -> Diagnostic | None:
+    command = server.get("command")
+    if not isinstance(command, str) or server.get("url") or server.get("type") in ("http", "sse", "streamable-http"):
+        return None
+    raw = server.get("args")
+    args: list[str] = [a for a in raw if isinstance(a, str)] if isinstance(raw, list) else []
+    program = _program(command)
+    if _is_container_run(server):
+        return None
+    if program in WRAPPER_COMMANDS and args[:1] == ["mcp"]:
+        return None  # Root Guard's own guarded file server: the same policy engine decides its tools
+    if program in WRAPPER_COMMANDS and args[:1] == ["run"]:
+        roots: list[str] = []
+        i = 1
+        while i < len(args) and args[i] != "--":
+            if args[i] == "--root" and i + 1 < len(args):
+                roots.append(args[i + 1])
+                i += 2
+                continue
+            if args[i].startswith("--root="):
+                roots.append(args[i][len("--root="):])
+            i += 1
+        try:
+            resolved = [canonical(_substitute(r, ctx)) for r in roots]
+        except (_Unresolved, ValueError) as exc:
+            return Diagnostic("warning", "mcp-server-confinement-unresolved",
+                              f"{where}: rootguard run --root cannot be resolved ({exc})", path, at)
+        wider = [r for r in resolved if not any(is_within(fold(r), u) for u in union)]
+        if wider:
+            return Diagnostic(
+                "warning", "mcp-server-confined-wider",
+                f"{where} runs under rootguard run with --root {', '.join(wider)}, outside the union: the kernel "
+                "allows what the server refuses, so the boundary fails in two places", path, at)
+        shown = ", ".join(resolved) if resolved else "no root (it sees only the system directories)"
+        return Diagnostic("information", "mcp-server-confined",
+                          f"{where} runs confined by rootguard run to {shown}, inside the union", path, at)
+    return Diagnostic(
+        "warning", "mcp-server-unconfined",
+        f"{where} runs unconfined ({command}): it can read the whole disk whatever the union says; run it "
+        "under rootguard run (\"command\": \"rootguard\", \"args\": [\"run\", \"--root\", "
+        "\"${workspaceFolder}\", \"--\", ...]) or use the command Root Guard: Run MCP Server Confined",
+        path, at)
 
 
 # ---------------------------------------------------------------- layout
@@ -725,10 +816,12 @@ def _plan_root(root: str, layout: _Layout, plan: _Plan, budget: list[int]) -> No
     for link in _scan_links(root, budget):
         _plan_link(link, layout, plan)
     _plan_package_modules(root, layout, plan, budget)
+    _plan_package_manifest(root, layout, plan)
     chain = _extends_chain(root, plan.diagnostics)
     for opened, real in chain:
         _plan_config_file(opened, real, layout, plan)
     _plan_types(chain, layout, plan, budget)
+    _plan_tsconfig_inputs(chain, root, plan)
 
 
 def _ancestors_below(path: str, top: str) -> Iterator[str]:
@@ -768,6 +861,60 @@ def _plan_package_modules(root: str, layout: _Layout, plan: _Plan, budget: list[
         reason = (f"node_modules of the package {relative_to(directory, layout.toplevel)} above the root: "
                   "Node resolves the root's imports from here")
         _add_modules(modules, reason, layout, plan, budget)
+
+
+def _plan_package_manifest(root: str, layout: _Layout, plan: _Plan) -> None:
+    """The ``package.json`` of the package a narrow root lies in (``packages/vite`` for
+    ``packages/vite/src/node``): Node and TypeScript read its ``type``, ``imports``
+    (``#dep``) and ``exports`` for every file below it, so it is suggested as one file."""
+    if os.path.lexists(os.path.join(root, "package.json")):
+        return
+    for directory in _ancestors_below(root, layout.toplevel):
+        manifest = os.path.join(directory, "package.json")
+        if not os.path.isfile(manifest):
+            continue
+        if plan.inside_union(manifest) or manifest in plan.files:
+            return
+        target = layout.container(manifest)
+        if target is not None:
+            where = relative_to(directory, layout.toplevel) or "the repository root"
+            plan.files[manifest] = MountSuggestion(
+                os.path.realpath(manifest), target, "ro",
+                f"package.json of the package {where} above the root: Node and TypeScript read its "
+                "type, imports and exports for the root's files (one file, not its directory)")
+        return
+
+
+_TSCONFIG_INPUTS = ("include", "files")
+
+
+def _plan_tsconfig_inputs(chain: list[tuple[str, str]], root: str, plan: _Plan) -> None:
+    """Source a tsconfig of the root asks for outside the union (``"include": ["../types"]``):
+    first-party, never suggested, but said, so a failing type-check in the sandbox is explained."""
+    for opened, real in chain:
+        if not plan.inside_union(opened):
+            continue  # a config above the root: its paths are relative to it, not the root's concern
+        data, text, _ = _load_json(real, comments=True)
+        if not isinstance(data, dict):
+            continue
+        base = os.path.dirname(opened)
+        entries = [(key, item) for key in _TSCONFIG_INPUTS if isinstance(data.get(key), list)
+                   for item in data[key] if isinstance(item, str) and item]
+        references = data.get("references")
+        if isinstance(references, list):
+            entries += [("references", ref["path"]) for ref in references
+                        if isinstance(ref, dict) and isinstance(ref.get("path"), str) and ref["path"]]
+        for key, item in entries:
+            literal = item.split("*", 1)[0]  # the directory a glob starts from
+            path = os.path.normpath(os.path.join(base, literal)) if literal else base
+            if plan.inside_union(path):
+                continue
+            plan.diagnostics.append(Diagnostic(
+                "warning", "tsconfig-input-outside-root",
+                f"{key} entry {item!r} reaches {path}, outside the union: first-party source left out "
+                "of the suggested mounts, so a type-check of this tsconfig in the sandbox fails; "
+                "add it as a root only if you mean to hand it over",
+                real, _locate(text, item)))
 
 
 def _type_package(name: str) -> tuple[str, ...]:

@@ -44,7 +44,7 @@ def roots_report(session, *, with_mounts: bool = True) -> dict:
 def mounts_report(session):
     """Mount reconciliation for the session's union (configured and MCP-config mounts)."""
     from lsp_bridge.core import worktrees
-    from lsp_bridge.inventory.mounts import mounts_from_mcp_configs, reconcile
+    from lsp_bridge.inventory.mounts import mcp_server_confinement, mounts_from_mcp_configs, reconcile
 
     configured = []
     diagnostics: list[Diagnostic] = []
@@ -53,6 +53,8 @@ def mounts_report(session):
         found, diags = mounts_from_mcp_configs(folder, session.env)
         configured += [m for m in found if m not in configured]
         diagnostics += diags
+        diagnostics += mcp_server_confinement(folder, session.env, session.scope.union.paths,
+                                              workspace_folders=session.folders)
     toplevel = None
     if session.scope.folders:
         toplevel = worktrees.locate(session.scope.folders[0]).toplevel

@@ -36,6 +36,7 @@ STATUS = "rootguard/status"
 EXPLAIN = "rootguard/explain"
 INVENTORY = "rootguard/inventory"
 ACCESS = "rootguard/access"
+TRACE = "rootguard/trace"
 MIGRATE_COMMAND = "rootguard.migrateConfig"
 CONFIG_NAMES = (".rootguard.toml",)
 
@@ -493,3 +494,37 @@ def on_inventory(ls: RootGuardServer, params: Any):
 async def on_access(ls: RootGuardServer, params: Any):
     """Decide an access for a tool; request-level ones go to a person."""
     return await decide_access(ls, params)
+
+
+@server.feature(TRACE)
+async def on_trace(ls: RootGuardServer, params: Any):
+    """Trace a command (``rootguard trace``) under this window's roots, or under ``roots`` when given.
+
+    Params: ``{"command": [program, arg...], "roots": [path...]?}``. Answers the
+    ``rootguard trace --json`` object, or ``{"error": text, "exit": 2|125}``.
+    """
+    from lsp_bridge.core.session import open_session
+    from lsp_bridge.trace.run import TraceError, TraceUnavailable, run_trace
+
+    command = param(params, "command")
+    roots = param(params, "roots")
+    if not isinstance(command, list) or not command or not all(isinstance(a, str) and a for a in command):
+        return {"error": "trace needs a command: a list of non-empty strings", "exit": 2}
+    if roots is not None:
+        if not isinstance(roots, list) or not all(isinstance(r, str) for r in roots):
+            return {"error": "roots must be a list of absolute directories", "exit": 2}
+        paths = [str(to_fs_path(r) or "") if r.startswith("file:") else r for r in roots]
+        if not all(os.path.isabs(p) and os.path.isdir(p) for p in paths):
+            return {"error": "roots must be absolute existing directories", "exit": 2}
+        session = open_session(paths, ls.tracker.env)
+    else:
+        session = ls.tracker.session
+    if not session.folders:
+        return {"error": "no workspace folder to trace under", "exit": 2}
+    try:
+        result = await asyncio.to_thread(run_trace, session, command, capture=True)
+    except TraceUnavailable as err:
+        return {"error": str(err), "exit": 125}
+    except TraceError as err:
+        return {"error": str(err), "exit": 2}
+    return result.to_json()

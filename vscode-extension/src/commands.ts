@@ -1,6 +1,8 @@
 /** The Root Guard commands, wired to the server through a small interface. */
 import * as path from 'path';
 import * as vscode from 'vscode';
+import { confineMcpServer } from './confine';
+import { traceCommand } from './trace';
 import { CommandLine, describe, trayCommand } from './serverCommand';
 import { Decision, ExplainResult, Inventory, Status } from './types';
 
@@ -12,6 +14,8 @@ export const COMMANDS = {
   startTray: 'rootguard.startTray',
   restartServer: 'rootguard.restartServer',
   showLog: 'rootguard.showLog',
+  confineMcpServer: 'rootguard.confineMcpServer',
+  traceCommand: 'rootguard.traceCommand',
 } as const;
 
 /** The server-side command the language server executes. */
@@ -53,6 +57,8 @@ export function registerCommands(deps: CommandDeps): vscode.Disposable[] {
     register(COMMANDS.startTray, () => startTray(deps)),
     register(COMMANDS.restartServer, () => deps.restart()),
     register(COMMANDS.showLog, () => deps.showLog()),
+    register(COMMANDS.confineMcpServer, () => confineMcpServer()),
+    register(COMMANDS.traceCommand, (text?: string) => traceCommand({ request: deps.request, userFile: deps.userConfigFile }, text)),
   ];
 }
 

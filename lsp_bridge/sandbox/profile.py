@@ -1,0 +1,571 @@
+"""A session's effective policy as a sandbox profile: the mount operations.
+
+``build_profile(session) -> Profile`` asks the one policy engine
+(``lsp_bridge.core.policy``) about the union entries, the rule anchors, the
+paths the rules' globs match, the protected names and the toolchain mounts of
+the reconciliation, and turns the answers into an ordered list of ``MountOp``:
+
+* system directories read-only (``/usr``, ``/etc``... ; merged-``/usr`` links
+  as links), ``/proc``, a minimal ``/dev``, a private ``/tmp``; the shadow
+  password files masked;
+* each union entry at its own path, writable only where ``write`` is allowed;
+* rules and the pnpm store outside the union as ``ro-bind`` (``bind`` where the
+  rule allows writing), a single-file grant as a single-file bind;
+* denied and request-level files (``/dev/null``) and directories (a read-only
+  tmpfs) inside a visible tree masked; a path that does not exist cannot be
+  masked without creating a host file, so it is reported in
+  ``Profile.unenforceable`` instead;
+* ``.git`` and the protected targets (configuration files, editor and shell
+  auto-run files) read-only inside writable trees;
+* the Landlock allow-list the exec shim applies inside (``landlock_ro``,
+  ``landlock_rw``).
+
+Nothing is mounted over the host file system and nothing runs here: the
+profile is data. ``Profile.bwrap_args()`` renders it for bubblewrap,
+``Profile.shim_argv()`` for the Landlock shim, ``Profile.command_line()`` both
+as one argument list (what ``rootguard run --print`` shows). The runner
+(``lsp_bridge.sandbox.runner``) and ``rootguard trace`` consume it.
+
+The one I/O here is reading the host tree: existence, file types, and a
+bounded walk of writable trees (protected names) and of trees a glob rule
+covers (``MAX_WALK`` entries; beyond that the profile fails closed).
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import sys
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from lsp_bridge.core.paths import canonical, depth, is_within, relative_to
+from lsp_bridge.core.policy import Decision, Target
+
+SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc")
+SYSTEM_MASKS = ("/etc/shadow", "/etc/shadow-", "/etc/gshadow", "/etc/gshadow-", "/etc/ssh/ssh_host_*_key")
+PROTECTED_NAMES = frozenset({".git", ".rootguard.toml", ".envrc", ".devcontainer", ".husky"})
+PROTECTED_VSCODE = frozenset({"settings.json", "tasks.json", "launch.json"})  # below a .vscode directory
+SHIM_TARGET = "/run/rootguard/landlock-shim.py"
+MAX_WALK = 400_000
+
+KINDS = ("ro-bind", "bind", "symlink", "proc", "dev", "tmpfs", "mask-file", "mask-dir")
+
+
+class ProfileError(Exception):
+    """The policy cannot be expressed as a sandbox: nothing runs (exit 125)."""
+
+
+@dataclass(frozen=True)
+class MountOp:
+    """One step of the sandbox's file system, applied in order.
+
+    ``kind``: ``ro-bind`` / ``bind`` (``source`` seen read-only / writable at
+    ``target``), ``symlink`` (``target`` is a link whose text is ``source``),
+    ``proc``, ``dev``, ``tmpfs`` (a private writable directory), ``mask-file``
+    (``/dev/null`` over a file), ``mask-dir`` (an empty read-only tmpfs over a
+    directory). ``reason`` says why, for ``--print`` and the docs.
+    """
+
+    kind: str
+    target: str
+    source: str | None = None
+    reason: str = ""
+
+    @property
+    def mask(self) -> bool:
+        return self.kind in ("mask-file", "mask-dir")
+
+    @property
+    def writable(self) -> bool:
+        return self.kind in ("bind", "tmpfs")
+
+    def bwrap_args(self) -> list[str]:
+        if self.kind == "ro-bind":
+            return ["--ro-bind", str(self.source), self.target]
+        if self.kind == "bind":
+            return ["--bind", str(self.source), self.target]
+        if self.kind == "symlink":
+            return ["--symlink", str(self.source), self.target]
+        if self.kind == "proc":
+            return ["--proc", self.target]
+        if self.kind == "dev":
+            return ["--dev", self.target]
+        if self.kind == "tmpfs":
+            return ["--tmpfs", self.target]
+        if self.kind == "mask-file":
+            return ["--ro-bind", "/dev/null", self.target]
+        if self.kind == "mask-dir":
+            return ["--perms", "0555", "--tmpfs", self.target, "--remount-ro", self.target]
+        raise ValueError(f"unknown mount kind {self.kind!r}")
+
+    def to_json(self) -> dict:
+        return {"kind": self.kind, "target": self.target, "source": self.source, "reason": self.reason}
+
+
+@dataclass(frozen=True)
+class Hidden:
+    """A path the policy does not let the command see, and how to grant it."""
+
+    path: str
+    decision: str  # "request" | "deny"
+    reason: str
+    grant: str | None = None  # request-level: the rule that would grant it
+
+    def line(self) -> str:
+        text = f"rootguard run: hidden (needs approval, which a sandbox cannot ask for): {self.path}"
+        return text + (f"; to grant it: {self.grant}" if self.grant else "")
+
+    def to_json(self) -> dict:
+        return {"path": self.path, "decision": self.decision, "reason": self.reason, "grant": self.grant}
+
+
+@dataclass(frozen=True)
+class Unenforceable:
+    """A path the policy restricts that the sandbox cannot cover (it does not exist)."""
+
+    path: str
+    reason: str
+
+    def to_json(self) -> dict:
+        return {"path": self.path, "reason": self.reason}
+
+
+@dataclass(frozen=True)
+class Profile:
+    """The sandbox for one session; see the module docstring."""
+
+    ops: tuple[MountOp, ...]
+    chdir: str
+    hidden: tuple[Hidden, ...] = ()
+    unenforceable: tuple[Unenforceable, ...] = ()
+    landlock_ro: tuple[str, ...] = ()
+    landlock_rw: tuple[str, ...] = ()
+    interpreter: str | None = None  # Python for the Landlock shim inside; None: no shim
+    shim_source: str | None = None
+    notes: tuple[str, ...] = ()
+    namespace_args: tuple[str, ...] = ("--new-session", "--die-with-parent", "--unshare-pid")
+    env: tuple[tuple[str, str], ...] = (("ROOTGUARD_SANDBOX", "1"),)
+
+    # -- views ---------------------------------------------------------------
+
+    @property
+    def masks(self) -> tuple[MountOp, ...]:
+        return tuple(op for op in self.ops if op.mask)
+
+    @property
+    def trees(self) -> tuple[MountOp, ...]:
+        """Binds of host paths (not system directories, not masks)."""
+        return tuple(
+            op for op in self.ops
+            if op.kind in ("bind", "ro-bind") and not op.reason.startswith("system") and op.target != SHIM_TARGET
+        )
+
+    def watched(self) -> tuple[MountOp, ...]:
+        """Mounts over a path inside another visible tree: a host-side rename of that
+        path detaches them (the sandbox would see the new file), so the runner watches them."""
+        visible = [op.target for op in self.trees]
+        return tuple(
+            op for op in self.ops
+            if (op.mask or op.kind in ("bind", "ro-bind")) and any(t != op.target and is_within(op.target, t) for t in visible)
+        )
+
+    def visible(self, path: str) -> bool:
+        return any(is_within(path, op.target) for op in self.trees)
+
+    # -- renderers -----------------------------------------------------------
+
+    def bwrap_args(self) -> list[str]:
+        """bubblewrap options (no program name, no COMMAND), in order."""
+        args: list[str] = []
+        for op in self.ops:
+            args += op.bwrap_args()
+        for name, value in self.env:
+            args += ["--setenv", name, value]
+        args += ["--chdir", self.chdir, *self.namespace_args]
+        return args
+
+    def shim_argv(self, command: Sequence[str], *, required: bool = False, inside: bool = True) -> list[str]:
+        """The Landlock shim in front of COMMAND (``inside``: at its path in the sandbox)."""
+        if self.interpreter is None or self.shim_source is None:
+            return list(command)
+        argv = [self.interpreter, "-I", "-S", SHIM_TARGET if inside else self.shim_source]
+        for path in self.landlock_ro:
+            argv += ["--ro", path]
+        for path in self.landlock_rw:
+            argv += ["--rw", path]
+        if required:
+            argv.append("--required")
+        return [*argv, "--", *command]
+
+    def command_line(self, command: Sequence[str], bwrap: str = "bwrap") -> list[str]:
+        """The whole sandbox command line, options inline (``rootguard run --print``)."""
+        return [bwrap, *self.bwrap_args(), "--", *self.shim_argv(command)]
+
+    def to_json(self) -> dict:
+        return {
+            "ops": [op.to_json() for op in self.ops],
+            "chdir": self.chdir,
+            "hidden": [h.to_json() for h in self.hidden],
+            "unenforceable": [u.to_json() for u in self.unenforceable],
+            "landlock": {"ro": list(self.landlock_ro), "rw": list(self.landlock_rw)},
+            "notes": list(self.notes),
+        }
+
+
+# ---------------------------------------------------------------------------
+# building
+
+
+def build_profile(
+    session,
+    *,
+    cwd: str | None = None,
+    toolchain: bool = True,
+    reconciliation=None,
+    landlock: bool = True,
+) -> Profile:
+    """The sandbox profile of ``session`` (a ``lsp_bridge.core.session.Session``).
+
+    ``cwd``: where COMMAND starts when it is visible (else the first visible
+    tree, else ``/``); never a source of roots. ``toolchain``: add the
+    reconciliation's read-only toolchain mounts (the pnpm store the links
+    name, single configuration files above the root). ``reconciliation``: a
+    precomputed ``Reconciliation`` (else computed here when ``toolchain``).
+    ``landlock``: put the Landlock exec shim in front of COMMAND.
+    Raises ``ProfileError`` when the policy cannot be expressed.
+    """
+    return _Builder(session, cwd, toolchain, reconciliation, landlock).build()
+
+
+class _Builder:
+    def __init__(self, session, cwd, toolchain, reconciliation, landlock):
+        if session.policy is None or session.scope is None:
+            raise ProfileError("the session has no policy")
+        self.session = session
+        self.policy = session.policy
+        self.cwd = cwd
+        self.toolchain = toolchain
+        self.reconciliation = reconciliation
+        self.landlock = landlock
+        self.system: list[MountOp] = []
+        self.ops: list[MountOp] = []
+        self.state: dict[str, str] = {}  # target -> "rw" | "ro" | "masked"
+        self.hidden: list[Hidden] = []
+        self.unenforceable: list[Unenforceable] = []
+        self.notes: list[str] = []
+        self.user_file = self._user_file()
+
+    # -- decisions ------------------------------------------------------------
+
+    def decide(self, op: str, path: str) -> Decision:
+        return self.policy.decide_target(op, Target(path))
+
+    def _user_file(self) -> str:
+        for _, config in self.session.configs():
+            if config.user_file:
+                return config.user_file
+        from lsp_bridge.core.config import user_config_path
+
+        return user_config_path(self.session.env)
+
+    def grant_hint(self, path: str) -> str:
+        if any(is_within(path, c) for c in self.session.scope.request_checkouts()):
+            return (f'set [workspace] worktrees = "include" in {self.user_file} (a sibling worktree under '
+                    'worktrees = "request" always needs approval)')
+        return (f'add to {self.user_file}: [[paths]] id = "grant-{os.path.basename(path) or "root"}", '
+                f'path = "{path}", policies = {{ read = "allow" }} (or open it as a workspace folder)')
+
+    def hide(self, path: str, decision: Decision) -> None:
+        if any(h.path == path for h in self.hidden):
+            return
+        grant = self.grant_hint(path) if decision.decision == "request" else None
+        self.hidden.append(Hidden(path, decision.decision, decision.reason, grant))
+
+    # -- state ------------------------------------------------------------------
+
+    def add(self, op: MountOp, state: str) -> None:
+        self.ops.append(op)
+        self.state[op.target] = state
+
+    def state_at(self, path: str) -> str | None:
+        """The mode a path has so far: the nearest mount at or above it."""
+        probe = path
+        while True:
+            found = self.state.get(probe)
+            if found is not None:
+                return found
+            parent = os.path.dirname(probe)
+            if parent == probe:
+                return None
+            probe = parent
+
+    # -- steps --------------------------------------------------------------------
+
+    def build(self) -> Profile:
+        self.add_system()
+        self.add_trees()
+        self.add_rule_anchors()
+        if self.toolchain:
+            self.add_toolchain()
+        self.add_candidates()
+        interpreter, shim = self.shim() if self.landlock else (None, None)
+        ops = sorted(self.ops, key=lambda op: depth(op.target))
+        ro, rw = self.landlock_lists(ops, interpreter)
+        # Parents before children (a stable sort: the system part first at equal depth), so a
+        # union entry at / or /tmp (version 1 meanings) goes under /proc, /dev and the masks.
+        ordered = sorted(self.system + ops, key=lambda op: depth(op.target))
+        return Profile(
+            ops=tuple(ordered),
+            chdir=self.chdir(),
+            hidden=tuple(self.hidden),
+            unenforceable=tuple(self.unenforceable),
+            landlock_ro=ro,
+            landlock_rw=rw,
+            interpreter=interpreter,
+            shim_source=shim,
+            notes=tuple(self.notes),
+        )
+
+    def add_system(self) -> None:
+        for d in SYSTEM_DIRS:
+            if os.path.islink(d):
+                self.system.append(MountOp("symlink", d, os.readlink(d), "system directory (a link)"))
+            elif os.path.isdir(d):
+                self.system.append(MountOp("ro-bind", d, d, "system directory, read-only"))
+        self.system += [
+            MountOp("proc", "/proc", reason="system: a private /proc (this PID namespace only)"),
+            MountOp("dev", "/dev", reason="system: a minimal /dev (null, zero, random, tty...)"),
+            MountOp("tmpfs", "/tmp", reason="system: a private /tmp, gone when the command ends"),
+        ]
+        for pattern in SYSTEM_MASKS:
+            for path in sorted(glob.glob(pattern)):
+                if os.path.isfile(path) and not os.path.islink(path):
+                    self.system.append(MountOp("mask-file", path, reason="system: password hashes and host keys"))
+
+    def add_trees(self) -> None:
+        scope = self.session.scope
+        for entry in scope.union.entries:
+            read = self.decide("read", entry.path)
+            if read.decision != "allow":
+                self.hide(entry.path, read)
+                continue
+            write = self.decide("write", entry.path)
+            if write.decision == "allow":
+                self.add(MountOp("bind", entry.path, entry.path, f"union entry ({entry.reason}), writable"), "rw")
+            else:
+                self.add(MountOp("ro-bind", entry.path, entry.path,
+                                 f"union entry ({entry.reason}), read-only: {write.reason}"), "ro")
+        for area in scope.approval_only.entries:
+            self.hide(area.path, self.decide("read", area.path))
+
+    def add_rule_anchors(self) -> None:
+        """Rule anchors outside every visible tree that the policy lets the command read.
+
+        An anchor above a tree (a rule allowing the whole repository to be read) is
+        mounted too; the tree goes on top of it (mounts are applied parents first).
+        A rule with ``includes`` is mounted only when its anchor itself is readable:
+        the files its globs select outside the union stay out (never more than the
+        policy allows; possibly less)."""
+        for ruleset in self.policy.rulesets():
+            for compiled in ruleset.compiled:
+                anchor = compiled.anchor
+                if self.state_at(anchor) is not None or anchor in self.state or not os.path.lexists(anchor):
+                    continue  # inside a tree: handled with the tree's candidates
+                try:
+                    real = canonical(anchor)
+                except ValueError:
+                    continue
+                read = self.decide("read", real)
+                if read.decision == "request":
+                    self.hide(real, read)
+                if read.decision != "allow":
+                    continue
+                write = self.decide("write", real)
+                rule = compiled.rule
+                what = "single-file grant" if not os.path.isdir(real) else "rule"
+                if write.decision == "allow":
+                    self.add(MountOp("bind", real, real, f"{what} {rule.id!r} ({rule.source}), writable"), "rw")
+                else:
+                    self.add(MountOp("ro-bind", real, real, f"{what} {rule.id!r} ({rule.source}), read-only"), "ro")
+
+    def add_toolchain(self) -> None:
+        """The reconciliation's store and single-file mounts, at their own paths."""
+        recon = self.reconciliation
+        if recon is None:
+            from lsp_bridge.inventory.report import mounts_report
+
+            recon = self.reconciliation = mounts_report(self.session)
+        for s in recon.suggested:
+            if s.mode != "ro" or not os.path.exists(s.source) or self.state_at(s.source) is not None:
+                continue
+            read = self.decide("read", s.source)
+            if read.decision == "deny" and read.rule is not None:
+                self.notes.append(f"toolchain mount {s.source} left out: {read.reason}")
+                continue
+            kind = "single file" if not os.path.isdir(s.source) else "store"
+            self.add(MountOp("ro-bind", s.source, s.source, f"toolchain ({kind}): {s.reason}"), "ro")
+
+    def add_candidates(self) -> None:
+        """Masks and nested binds: rule matches, protected names, configuration files."""
+        candidates: dict[str, str] = {}  # path -> why it is a candidate ("rule" | "protected")
+        globbed = []
+        exact: list[str] = []
+        for ruleset in self.policy.rulesets():
+            for compiled in ruleset.compiled:
+                if compiled.includes or compiled.excludes:
+                    globbed.append(compiled)
+                else:
+                    exact.append(compiled.anchor)
+        for tree in [op for op in self.ops if op.kind in ("bind", "ro-bind")]:
+            rules = [c for c in globbed if is_within(tree.target, c.anchor) or is_within(c.anchor, tree.target)]
+            if tree.kind == "bind" or rules:
+                self.walk(tree.target, tree.kind == "bind", rules, candidates)
+        for path in exact:
+            if self.state_at(path) in ("rw", "ro") and path not in self.state:
+                candidates.setdefault(path, "rule")
+        for path in self.session.config_files():
+            if self.state_at(path) == "rw":
+                candidates.setdefault(path, "protected")
+        for path in sorted(candidates, key=depth):
+            self.apply(path, candidates[path] == "protected")
+
+    def walk(self, tree: str, writable: bool, rules, candidates: dict[str, str]) -> None:
+        budget = MAX_WALK
+        stack = [tree]
+        while stack:
+            directory = stack.pop()
+            try:
+                with os.scandir(directory) as it:
+                    entries = list(it)
+            except OSError:
+                continue
+            budget -= len(entries)
+            if budget < 0:
+                raise ProfileError(
+                    f"more than {MAX_WALK} entries under {tree}: the rules' globs and protected names "
+                    "cannot be expanded; give a narrower root"
+                )
+            for entry in entries:
+                if entry.is_symlink():
+                    continue  # a link is judged where its target lies, which is mounted or not
+                path = entry.path
+                name = entry.name
+                is_dir = entry.is_dir(follow_symlinks=False)
+                protected = name in PROTECTED_NAMES or (
+                    name in PROTECTED_VSCODE and os.path.basename(directory) == ".vscode"
+                )
+                if writable and protected:
+                    candidates[path] = "protected"
+                    continue  # read-only as a whole: nothing below needs looking at
+                for compiled in rules:
+                    if is_within(path, compiled.anchor) and compiled.matches(relative_to(path, compiled.anchor)):
+                        candidates.setdefault(path, "rule")
+                        break
+                if is_dir and not (name == ".pnpm" and os.path.basename(directory) == "node_modules"):
+                    stack.append(path)
+
+    def apply(self, path: str, protected: bool) -> None:
+        here = self.state_at(path)
+        if here not in ("rw", "ro"):
+            return  # hidden, masked or not mounted
+        if not os.path.lexists(path):
+            read = self.decide("read", path)
+            if read.decision != "allow":
+                self.unenforceable.append(Unenforceable(path, f"{read.decision} ({read.reason}), but it does not "
+                                                              "exist: masking it would create a file on the host"))
+            elif protected and here == "rw":
+                self.unenforceable.append(Unenforceable(path, "protected (configuration file), but it does not "
+                                                              "exist: creating it inside the sandbox is not prevented"))
+            return
+        read = self.decide("read", path)
+        if os.path.islink(path):
+            if read.decision != "allow":  # a bind mount follows the link: it cannot cover the link itself
+                self.unenforceable.append(Unenforceable(path, f"{read.decision} ({read.reason}), but it is a symbolic "
+                                                              "link: a mount cannot cover a link, only its target"))
+            return
+        is_dir = os.path.isdir(path)
+        if read.decision != "allow":
+            kind = "mask-dir" if is_dir else "mask-file"
+            self.add(MountOp(kind, path, reason=f"{read.decision}: {read.reason}"), "masked")
+            if read.decision == "request":
+                self.hide(path, read)
+            return
+        write = self.decide("write", path)
+        want = "rw" if write.decision == "allow" and not protected else "ro"
+        if want == here:
+            return
+        if want == "ro":
+            why = "protected target, read-only" if protected else f"read-only: {write.reason}"
+            self.add(MountOp("ro-bind", path, path, why), "ro")
+        else:
+            self.add(MountOp("bind", path, path, f"writable: {write.reason}"), "rw")
+
+    def chdir(self) -> str:
+        if self.cwd:
+            try:
+                cwd = canonical(self.cwd)
+            except ValueError:
+                cwd = None
+            if cwd and self.state_at(cwd) in ("rw", "ro"):
+                return cwd
+        for op in self.ops:
+            if op.kind in ("bind", "ro-bind") and os.path.isdir(op.target):
+                return op.target
+        return "/"
+
+    def shim(self) -> tuple[str | None, str | None]:
+        from lsp_bridge.sandbox import landlock
+
+        if landlock.abi() <= 0:
+            self.notes.append("Landlock is not available in this kernel: bubblewrap is the only layer")
+            return None, None
+        source = os.path.join(os.path.dirname(os.path.abspath(__file__)), "shim.py")
+        interpreter = _system_python()
+        if interpreter is None:
+            prefix = canonical(sys.base_prefix)
+            interpreter = canonical(sys.executable)
+            self.add(MountOp("ro-bind", prefix, prefix, "the Python runtime of the Landlock shim, read-only"), "ro")
+        self.ops.append(MountOp("ro-bind", SHIM_TARGET, source, "the Landlock exec shim, read-only"))
+        return interpreter, source
+
+    def landlock_lists(self, ops: Sequence[MountOp], interpreter: str | None) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        ro: list[str] = [op.target for op in self.system if op.kind == "ro-bind"] + ["/proc"]
+        rw: list[str] = ["/dev", "/tmp"]
+        for op in ops:
+            if op.kind == "bind":
+                rw.append(op.target)
+            elif op.kind == "ro-bind":
+                ro.append(op.target)
+        return tuple(dict.fromkeys(ro)), tuple(dict.fromkeys(rw))
+
+
+def _system_python() -> str | None:
+    """A Python 3 inside the read-only system directories, for the shim."""
+    for candidate in ("/usr/bin/python3", "/usr/local/bin/python3"):
+        try:
+            real = canonical(candidate)
+        except ValueError:
+            continue
+        if os.access(real, os.X_OK) and any(is_within(real, d) for d in ("/usr",)):
+            return candidate
+    return None
+
+
+def union_paths(profile: Profile) -> Iterable[str]:
+    """The host paths the profile makes visible (trees and single files)."""
+    return [op.target for op in profile.trees]
+
+
+__all__ = [
+    "MAX_WALK",
+    "PROTECTED_NAMES",
+    "SHIM_TARGET",
+    "SYSTEM_DIRS",
+    "Hidden",
+    "MountOp",
+    "Profile",
+    "ProfileError",
+    "Unenforceable",
+    "build_profile",
+]

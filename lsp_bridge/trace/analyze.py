@@ -1,0 +1,461 @@
+"""From traced file events to grants: what was used outside the union, what to grant, what never.
+
+Pure decisions over events plus read-only looks at the host (does the file exist,
+is it a directory, does it hold credentials). Groups:
+
+* ``store``: package-manager stores (``node_modules/.pnpm``, yarn's cache);
+* ``git``: the admin directory of a linked worktree and the repository's common
+  directory, found with Root Guard's worktree model (``core.worktrees.locate``);
+* ``config``: single files (``tsconfig.base.json``, ``~/.gitconfig``, ...);
+* ``system``: ``/usr``, ``/etc``, ... (reported, never proposed).
+
+Proposals are read-only ``[[paths]]`` rules: one per file, a directory only when
+the command read at least ``DENSE`` files in it (a store package, the store, git's
+``objects``/``refs``); the store also gets a read-only ``[[mounts]]`` entry when
+granted as a directory. A credential file (by name or content) or a path a deny
+rule covers is never proposed: it goes to ``refused`` with the reason.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+from lsp_bridge.core.paths import is_within
+from lsp_bridge.trace.strace import Event, collect
+
+CONFIG_NAMES = ("tsconfig*.json", ".npmrc", ".prettierrc*", ".eslintrc*", "eslint.config.*", "vitest.workspace.*",
+                "turbo.json", ".env*", ".git")
+SYSTEM = ("/usr", "/lib", "/lib32", "/lib64", "/libx32", "/bin", "/sbin", "/etc", "/opt", "/var", "/run",
+          "/snap", "/nix", "/srv", "/boot")
+PSEUDO = ("/proc", "/sys", "/dev")
+STORE_MARKERS = ("node_modules/.pnpm", ".yarn/cache", ".pnpm-store")
+DENSE = 16
+USED = ("read", "exec", "stat")
+
+
+@dataclass
+class Grant:
+    id: str
+    path: str  # absolute
+    kind: str  # file | directory
+    group: str
+    files: int = 1
+    mount: bool = False
+    note: str = ""
+
+
+@dataclass
+class TraceResult:
+    roots: list[str]
+    union: list[str]
+    command: list[str]
+    exit_code: int
+    outside: list[dict] = field(default_factory=list)  # {"path", "ops", "group"}
+    grants: list[Grant] = field(default_factory=list)
+    refused: list[dict] = field(default_factory=list)  # {"path", "reason"}
+    quiet_failures: list[dict] = field(default_factory=list)  # {"path", "name", ...}
+    rounds: int = 1
+    mode: str = "one-pass"
+    user_file: str = ""
+    output: str | None = None  # the command's output (its tail), when captured
+
+    def snippet_rules(self) -> str:
+        """The proposal without its comments (for a round of --enforced)."""
+        return "\n".join(line for line in snippet(self).splitlines() if not line.startswith("#")) + "\n"
+
+    def to_json(self) -> dict:
+        base = self.roots[0] if self.roots else "/"
+        return {
+            "command": self.command,
+            "exit_code": self.exit_code,
+            "mode": self.mode,
+            "rounds": self.rounds,
+            "roots": self.roots,
+            "union": self.union,
+            "outside": self.outside,
+            "proposed": {
+                "paths": [_rule_json(g, base) for g in self.grants],
+                "mounts": [{"source": _shown(g.path, base), "target": g.path, "mode": "ro"}
+                           for g in self.grants if g.mount],
+            },
+            "refused": self.refused,
+            "quiet_failures": self.quiet_failures,
+            "user_file": self.user_file,
+            **({"output": self.output} if self.output is not None else {}),
+            "snippet": snippet(self),
+        }
+
+
+def _rule_json(grant: Grant, base: str) -> dict:
+    rule: dict[str, object] = {"id": grant.id, "path": _shown(grant.path, base), "policies": {"read": "allow", "write": "deny"},
+            "kind": grant.kind, "group": grant.group}
+    if grant.kind == "directory":
+        rule["files_read"] = grant.files
+    return rule
+
+
+def _shown(path: str, base: str = "") -> str:
+    """How a grant's path is written: '~/...' in the home, else absolute.
+
+    Grants belong in the user file (a project file's allow outside the editor's
+    folders is reduced to request), which is shared by every project: no relative paths."""
+    home = os.path.realpath(os.path.expanduser("~"))
+    if home not in ("/", "") and is_within(path, home) and path != home:
+        return "~/" + os.path.relpath(path, home)
+    return path
+
+
+def config_name(path: str) -> str | None:
+    name = os.path.basename(path)
+    for pattern in CONFIG_NAMES:
+        if fnmatch.fnmatchcase(name, pattern):
+            return pattern
+    return None
+
+
+def _inside(path: str, union: Sequence[str]) -> bool:
+    return any(is_within(path, u) for u in union)
+
+
+def _under(path: str, prefixes: Iterable[str]) -> bool:
+    return any(path == p or path.startswith(p + "/") for p in prefixes)
+
+
+def _store_root(path: str) -> str | None:
+    for marker in STORE_MARKERS:
+        i = path.find("/" + marker + "/")
+        if i >= 0:
+            return path[: i + len(marker) + 1]
+    return None
+
+
+@dataclass(frozen=True)
+class GitDirs:
+    """Admin and common directories of every checkout the union belongs to."""
+
+    admin: tuple[tuple[str, str], ...]  # (admin dir, worktree path) of linked worktrees
+    common: tuple[str, ...]
+
+    @classmethod
+    def of(cls, folders: Sequence[str]) -> GitDirs:
+        from lsp_bridge.core.worktrees import locate
+
+        admin: list[tuple[str, str]] = []
+        common: list[str] = []
+        for folder in folders:
+            try:
+                location = locate(folder).location
+            except OSError:
+                location = None
+            if location is None:
+                continue
+            if location.common_dir not in common:
+                common.append(location.common_dir)
+            if location.git_dir != location.common_dir and location.toplevel:
+                admin.append((location.git_dir, location.toplevel))
+        return cls(tuple(admin), tuple(common))
+
+    def grantable_dir(self, path: str) -> bool:
+        """A git directory granted whole: a worktree's admin directory, the common objects/refs/logs."""
+        return any(path == a for a, _ in self.admin) or any(
+            path == os.path.join(c, top) for c in self.common for top in ("objects", "refs", "logs"))
+
+    def group_of(self, path: str) -> tuple[str, str] | None:
+        """(anchor, description) when ``path`` is git's own state for one of the checkouts."""
+        for admin, tree in self.admin:
+            if is_within(path, admin):
+                return admin, f"admin directory of the linked worktree {tree}"
+        for common in self.common:
+            if is_within(path, common):
+                rel = os.path.relpath(path, common)
+                top = rel.split("/", 1)[0]
+                if top in ("objects", "refs", "logs") and rel != top:
+                    return os.path.join(common, top), f"git {top} of {common}"
+                return path, f"git {top} of {common}"
+        return None
+
+
+def analyze(
+    events: Iterable[Event],
+    *,
+    roots: Sequence[str],
+    union: Sequence[str],
+    command: Sequence[str],
+    exit_code: int,
+    policy=None,
+    git: GitDirs | None = None,
+    enforced: bool = False,
+) -> TraceResult:
+    result = TraceResult(list(roots), list(union), list(command), exit_code, mode="enforced" if enforced else "one-pass")
+    git = git or GitDirs((), ())
+    needed: dict[str, tuple[str, str]] = {}  # real path -> (group, anchor)
+    looked_for: dict[str, str] = {}  # config-named paths looked for (lexical) -> pattern
+    upward = _ancestors(roots)
+    git_own = {a for a, _ in git.admin} | set(git.common)
+    for item in collect(events):
+        path, ops = item["path"], item["ops"]
+        if _under(path, PSEUDO) or not os.path.lexists(path):
+            continue  # looked for and absent on the host too: nothing to grant
+        name = config_name(path)
+        if name and not _inside(path, union) and os.path.dirname(path) in upward and path not in git_own:
+            looked_for.setdefault(path, name)
+        real = os.path.realpath(path)
+        if _inside(real, union):
+            continue
+        group, anchor = _group(real, git)
+        entry = {"path": real, "ops": ops, "group": group}
+        if real != path:
+            entry["via"] = path
+        _merge_outside(result.outside, entry)
+        used = USED + (("missing",) if enforced else ())  # enforced: not found in the sandbox, there on the host
+        if group == "system" or not any(op in used for op in ops):
+            continue
+        if os.path.isdir(real) and not (group == "git" and git.grantable_dir(real)):
+            continue  # directories are implied by the files below them (git's admin/objects/refs excepted)
+        needed[real] = (group, anchor)
+    _propose(result, needed, policy, union)
+    _quiet_failures(result, looked_for, policy, enforced)
+    return result
+
+
+def _merge_outside(outside: list[dict], entry: dict) -> None:
+    for old in outside:
+        if old["path"] == entry["path"]:
+            old["ops"] = old["ops"] + [o for o in entry["ops"] if o not in old["ops"]]
+            return
+    outside.append(entry)
+
+
+def _group(real: str, git: GitDirs) -> tuple[str, str]:
+    found = git.group_of(real)
+    if found is not None:
+        return "git", found[0]
+    if os.path.basename(real) == ".git" or "/.git/" in real:
+        top = real[: real.index("/.git") + 5]
+        return "git", top
+    store = _store_root(real)
+    if store is not None:
+        return "store", store
+    if _under(real, SYSTEM):
+        return "system", "/"
+    return "config", os.path.dirname(real)
+
+
+def refusal(path: str, policy) -> str | None:
+    """Why ``path`` must never be proposed, or None."""
+    from lsp_bridge.inventory.secrets import count_credentials, is_credential_path
+
+    if is_credential_path(path):
+        return "credential file (by name)"
+    if os.path.isfile(path):
+        try:
+            found = count_credentials(path)
+        except OSError:
+            found = 0
+        if found:
+            return f"credential file ({found} secret{'s' if found != 1 else ''} found in it)"
+    if policy is not None:
+        try:
+            decision = policy.decide("read", path)
+        except ValueError:
+            return None
+        if decision.decision == "deny" and decision.rule:
+            return f"deny rule {decision.rule!r}: {decision.reason}"
+    return None
+
+
+def _ancestors(roots: Sequence[str]) -> set[str]:
+    """Every directory above a root: where an upward search for configuration looks."""
+    found: set[str] = set()
+    for root in roots:
+        d = os.path.dirname(root)
+        while True:
+            found.add(d)
+            if d == os.path.dirname(d):
+                break
+            d = os.path.dirname(d)
+    return found
+
+
+def _propose(result: TraceResult, needed: dict[str, tuple[str, str]], policy, union: Sequence[str]) -> None:
+    kept: dict[str, tuple[str, str]] = {}
+    for path, (group, anchor) in needed.items():
+        why = refusal(path, policy)
+        if why:
+            result.refused.append({"path": path, "reason": why})
+        else:
+            kept[path] = (group, anchor)
+    chosen: dict[str, Grant] = {}
+    # git: the admin directory and objects/refs/logs as directories (git's own layout), other git files singly
+    for _path, (group, anchor) in kept.items():
+        if group != "git":
+            continue
+        kind = "directory" if os.path.isdir(anchor) else "file"
+        grant = chosen.setdefault(anchor, Grant(_id("git", anchor), anchor, kind, "git"))
+        grant.files = sum(1 for p, (g, a) in kept.items() if g == "git" and a == anchor and not os.path.isdir(p))
+    # store and config: files singly, the densest directory when DENSE or more files were read in it
+    for group in ("store", "config"):
+        files = [p for p, (g, _) in kept.items() if g == group and os.path.isfile(p)]
+        for path in files:
+            anchor = kept[path][1]
+            dense = _dense_dir(path, anchor if group == "store" else os.path.dirname(path), files, union)
+            target = dense or path
+            if target in chosen:
+                continue
+            if any(g.kind == "directory" and is_within(target, g.path) for g in chosen.values()):
+                continue
+            count = sum(1 for f in files if is_within(f, target))
+            grant = Grant(_id(group, target), target, "directory" if dense else "file", group, count)
+            grant.mount = bool(dense) and group == "store"
+            chosen[target] = grant
+    # a directory grant makes grants below it redundant
+    dirs = [g for g in chosen.values() if g.kind == "directory"]
+    result.grants = sorted(
+        (g for g in chosen.values() if not any(d is not g and is_within(g.path, d.path) for d in dirs)),
+        key=lambda g: ({"store": 0, "config": 1, "git": 2}.get(g.group, 3), g.path))
+    taken: set[str] = set()
+    for grant in result.grants:
+        base = grant.id
+        n = 2
+        while grant.id in taken:
+            grant.id = f"{base}-{n}"
+            n += 1
+        taken.add(grant.id)
+
+
+def _dense_dir(path: str, top: str, files: Sequence[str], union: Sequence[str]) -> str | None:
+    """The highest directory from ``top`` down to the file's parent in which DENSE files were read.
+
+    Never a directory that holds (or is) a union entry: that would hand over the roots' surroundings."""
+    parent = os.path.dirname(path)
+    chain = []
+    d = parent
+    while True:
+        chain.append(d)
+        if d == top or d == "/" or not is_within(d, top):
+            break
+        d = os.path.dirname(d)
+    for d in reversed(chain):  # highest first
+        if any(is_within(u, d) for u in union):
+            continue
+        if is_within(d, top) and sum(1 for f in files if is_within(f, d)) >= DENSE:
+            return d
+    return None
+
+
+def _id(group: str, path: str) -> str:
+    import re
+
+    return re.sub(r"[^A-Za-z0-9_.-]+", "-", _raw_id(group, path)).strip("-")
+
+
+def _raw_id(group: str, path: str) -> str:
+    name = os.path.basename(path.rstrip("/")) or "root"
+    if group == "git":
+        if name == ".git":
+            return "trace-git-pointer-" + os.path.basename(os.path.dirname(path))
+        return "trace-git-" + name.lstrip(".")
+    if group == "store":
+        parts = path.split("/")
+        for marker in (".pnpm", "cache", ".pnpm-store"):
+            if marker in parts:
+                i = parts.index(marker)
+                rest = parts[i + 1:]
+                return "trace-store" + ("-" + rest[0] if rest else "") + ("-" + name if len(rest) > 1 else "")
+    return "trace-" + name.lstrip(".")
+
+
+def _quiet_failures(result: TraceResult, looked_for: dict[str, str], policy, enforced: bool) -> None:
+    """Configuration names looked for outside the union that exist on the host but are not visible."""
+    proposed = result.grants
+    refused = {r["path"]: r["reason"] for r in result.refused}
+    for path, name in looked_for.items():
+        if not os.path.lexists(path):
+            continue
+        real = os.path.realpath(path)
+        visible = False
+        if policy is not None:
+            try:
+                visible = policy.decide("read", path).decision == "allow"
+            except ValueError:
+                visible = False
+        if visible:
+            continue
+        entry: dict = {"path": path, "name": name}
+        if real in refused or path in refused:
+            entry["status"] = "refused"
+            entry["reason"] = refused.get(real) or refused.get(path)
+        elif any(g.path == real or (g.kind == "directory" and is_within(real, g.path)) for g in proposed):
+            entry["status"] = "proposed"
+        else:
+            why = refusal(real, policy) if os.path.isfile(real) else None
+            entry["status"] = "refused" if why else "not proposed"
+            if why:
+                entry["reason"] = why
+        if not any(q["path"] == path for q in result.quiet_failures):
+            result.quiet_failures.append(entry)
+
+
+# ---------------------------------------------------------------------------
+# presentation
+
+
+def snippet(result: TraceResult) -> str:
+    base = result.roots[0] if result.roots else "/"
+    lines = ["# Proposed by `rootguard trace` for: " + " ".join(result.command),
+             "# Read-only grants of the named files the command used outside its roots.",
+             "# Add them to your user file (" + _shown(result.user_file) + "): a project file's allow outside",
+             "# the editor's folders is reduced to request, which `rootguard run` hides."]
+    if not result.grants:
+        lines.append("# (nothing to grant)")
+    for grant in result.grants:
+        lines.append("")
+        why = {"store": "package store", "git": "git state of the worktree", "config": "configuration file"}
+        desc = why.get(grant.group, grant.group)
+        if grant.kind == "directory":
+            desc += f", {grant.files} files read in it"
+        lines += ["[[paths]]", f"id = {_toml_str(grant.id)}  # {desc}", f"path = {_toml_str(_shown(grant.path, base))}",
+                  'policies = { read = "allow", write = "deny" }']
+    for grant in result.grants:
+        if grant.mount:
+            shown = _shown(grant.path, base)
+            lines += ["", "[[mounts]]", f"source = {_toml_str(shown)}", f"target = {_toml_str(grant.path)}",
+                      'mode = "ro"']
+    return "\n".join(lines) + "\n"
+
+
+def _toml_str(text: str) -> str:
+    import json
+
+    return json.dumps(text, ensure_ascii=False)
+
+
+def format_trace(result: TraceResult) -> str:
+    lines = [f"rootguard trace ({result.mode}{f', {result.rounds} rounds' if result.rounds > 1 else ''}): "
+             f"{' '.join(result.command)} exited {result.exit_code}"]
+    groups = {"store": "Package store", "config": "Single files", "git": "Git internals", "system": "System"}
+    for key, title in groups.items():
+        items = [o for o in result.outside if o["group"] == key]
+        if not items:
+            continue
+        if key == "system":
+            lines.append(f"{title}: {len(items)} paths (readable in the sandbox; not proposed)")
+            continue
+        lines.append(f"{title} (outside the roots):")
+        lines += [f"  {o['path']}  ({', '.join(o['ops'])})" for o in items]
+    if result.refused:
+        lines.append("Needed but refused (never proposed):")
+        lines += [f"  {r['path']}: {r['reason']}" for r in result.refused]
+    if result.quiet_failures:
+        lines.append("Quiet failures (looked for above the roots, exist on the host, not visible to the agent):")
+        for q in result.quiet_failures:
+            status = q.get("status", "")
+            extra = f" — {q['reason']}" if q.get("reason") else ""
+            lines.append(f"  {q['path']}  [{q['name']}] {status}{extra}")
+    lines.append("")
+    lines.append("Proposed grants:")
+    lines.append(snippet(result).rstrip("\n"))
+    return "\n".join(lines)

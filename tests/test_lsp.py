@@ -368,6 +368,40 @@ async def test_inventory_streams_progress_and_follows_new_files(client, monorepo
         new_env.unlink()
 
 
+async def test_a_credential_file_three_levels_deep_updates_the_inventory(client, monorepo):
+    """Below the inotify watches (the root and one level), the deep rescan sees a new .env within a second."""
+    await client.start([monorepo.narrow])
+    await client.next_status(0)
+    mark = client.change_folders(added=[monorepo.repo])
+    first = await client.next_status(mark, lambda s: s["inventory"], "inventory")
+    existing = next(p for p in sorted(Path(monorepo.repo, "packages").iterdir()) if p.is_dir())
+    deep = existing / "deep-a" / "deep-b"
+    deep.mkdir(parents=True)
+    (existing / "src").mkdir(exist_ok=True)
+    nested = existing / "src" / ".env"  # an existing directory, three levels below the root
+    created = [deep / ".env", nested]
+    try:
+        for path in created:
+            mark = len(client.statuses)
+            path.write_text("STRIPE_SECRET_KEY=sk_live_" + "4eC39HqLyjWDarjtT1zdp7dc" + "\n")
+            started = asyncio.get_running_loop().time()
+            await client.next_status(
+                mark,
+                lambda s, path=path: s["inventory"] and any(c["path"] == str(path) for c in s["inventory"]["credentials"]),
+                f"inventory with {path}",
+            )
+            # Within a second on an idle machine; the bound here leaves room for a loaded CI runner.
+            assert asyncio.get_running_loop().time() - started < 10
+        last = client.statuses[-1]
+        assert len(last["inventory"]["credentials"]) == len(first["inventory"]["credentials"]) + 2
+        assert last.get("watch_limit") is None
+    finally:
+        for path in created:
+            path.unlink(missing_ok=True)
+        deep.rmdir()
+        deep.parent.rmdir()
+
+
 async def test_project_allow_beyond_the_folders_is_reported_as_reduced(client, tmp_path):
     repo = make_repo(tmp_path / "mono", {"packages/app/index.ts": "x\n", "shared/tsconfig.json": "{}\n"})
     config = repo / "packages/app/.rootguard.toml"

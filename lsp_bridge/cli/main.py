@@ -444,7 +444,7 @@ def _parser() -> _Parser:
         epilog="Exit codes: 0 success (check: allow), 1 check: deny, 3 check: request, "
                "2 bad input or invalid configuration. See docs/cli.md.",
     )
-    parser.add_argument("--version", action=_VersionAction)
+    parser.add_argument("--version", action=_VersionAction, help="show the version and exit")
     sub = parser.add_subparsers(metavar="COMMAND", parser_class=_Parser)
 
     p = sub.add_parser("roots", help="effective roots of FOLDERs: union, shadowed entries, worktrees",

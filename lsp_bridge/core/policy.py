@@ -45,9 +45,9 @@ from collections.abc import Container, Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from lsp_bridge.core.paths import fold, is_within, realpath
+from lsp_bridge.core.paths import CASE_INSENSITIVE, fold, is_within, realpath
 from lsp_bridge.core.protected import ProtectedAreas, default_areas, protected_reason
-from lsp_bridge.core.rules import RuleSet
+from lsp_bridge.core.rules import CompiledRule, RuleSet
 from lsp_bridge.core.scope import Scope
 from lsp_bridge.core.settings import STRICTNESS, Config, PathRule, Verdict
 
@@ -193,6 +193,17 @@ class Policy:
         self._given = tuple(
             (os.path.normpath(e.given), e.path) for e in scope.union.entries if os.path.normpath(e.given) != e.path
         )
+        # Every folded path something is anchored on: a child of a directory that is none of these
+        # is decided by its directory's anchors (``decide_children``).
+        anchored: set[str] = set(self._request_checkouts)
+        anchored.update(fold(e.path) for e in scope.union.entries)
+        anchored.update(fold(e.path) for e in scope.approval_only.entries)
+        for root, ruleset in self._roots:
+            anchored.add(fold(root))
+            anchored.update(ruleset.anchors)
+            anchored.update(ruleset.protected)
+        self._anchored = frozenset(anchored)
+        self._slots: dict[tuple[str, str], _Slot] = {}
 
     def rulesets(self) -> list[RuleSet]:
         """Each distinct rule set in force (one per project file), in root order."""
@@ -394,8 +405,100 @@ class Policy:
         return ItemDecision(whole, parts, whole.decision, whole.reason)
 
     def decide_granted(self, op: str, target: Target, granted: Container[tuple[str, str]] = ()) -> str:
-        """The verdict for one resolved path after session grants (listings filter with it)."""
+        """The verdict for one resolved path after session grants (listings and searches filter with it).
+
+        The compiled fast path: a target with no link on the way is decided
+        from its directory's anchors (``_slot``, kept per directory), as
+        ``decide_children`` decides a listing; anything else, and any child the
+        fast path cannot vouch for, takes the full engine. Same answers:
+        ``tests/test_policy_children.py``.
+        """
+        if not target.links and not target.loop and op in _NEEDS:
+            path = target.canonical
+            parent, _, name = path.rpartition(os.sep)
+            if parent and name:
+                slot = self._slots.get((parent, op)) or self._slot(parent, op)
+                verdict = self._fast_verdict(op, path, slot, target.nlink)
+                if verdict is not None:
+                    if verdict == "request" and (_NEEDS[op], path) in granted:
+                        return "allow"
+                    return verdict
         return self._decide_item((op, target), granted).verdict
+
+    def _slot(self, directory: str, op: str) -> _Slot:
+        """What deciding ``op`` on a child of canonical ``directory`` needs, computed once per directory."""
+        slot = self._slots.get((directory, op))
+        if slot is None:
+            if len(self._slots) >= _MAX_SLOTS:
+                self._slots.clear()
+            need = _NEEDS[op]
+            _, ruleset = self.select(directory)
+            candidates, globbed = ruleset.child_candidates(fold(directory), need)
+            fixed = None if globbed else ruleset.child_winner("", candidates)
+            slot = self._slots[(directory, op)] = _Slot(ruleset, candidates, globbed, fixed, {})
+        return slot
+
+    def _fast_verdict(self, op: str, path: str, slot: _Slot, nlink: int = 1) -> Verdict | None:
+        """The engine's verdict for child ``path`` from its directory's slot, None when the child needs
+        the full engine: it is an anchor itself, a protected target of a mutation, or a read of a file
+        with several hard links."""
+        key = path.casefold() if CASE_INSENSITIVE else path  # fold(), inlined: this runs per decision
+        if key in self._anchored:
+            return None
+        need = _NEEDS[op]
+        if need == "read":
+            if nlink > 1:
+                return None
+        elif op in _MUTATING and protected_reason(path, self.areas):
+            return None
+        win = slot.ruleset.child_winner(key, slot.candidates) if slot.globbed else slot.fixed
+        mark = (id(win[0]), win[1]) if win is not None else None
+        verdict = slot.memo.get(mark)
+        if verdict is None:
+            verdict = slot.memo[mark] = self._point(win, path, need, slot.ruleset, op)[0]
+        return verdict
+
+    def decide_children(
+        self, op: str, directory: str, names: Iterable[str], granted: Container[tuple[str, str]] = (),
+        files: Sequence[tuple[tuple[int, int] | None, int]] | None = None,
+    ) -> list[Verdict]:
+        """``decide_granted(op, Target(directory/name), granted)`` for each plain entry of a directory.
+
+        ``directory`` is canonical and every name is an entry that is not a
+        symbolic link (a listing's files and directories), so each child's
+        canonical path is ``directory/name`` with no link on the way. A child
+        that is itself an anchor (a rule, a union entry, a root, a protected
+        file, a sibling checkout) takes the full engine; every other child
+        matches exactly its directory's anchors, so only their globs are tried
+        per name, and the rest of the decision (baseline, approval-only areas,
+        sibling checkouts) is the directory's, computed once per winning rule.
+        Two checks depend on the child itself and send it to the full engine:
+        a mutation of a protected target (``protected_reason``: ``.git``,
+        ``.envrc``...), and a read of a regular file with several hard links
+        (``files`` gives each name's ``(inode, nlink)`` as ``inspect`` would).
+        Listings use this: one directory of 1,000 entries costs one lookup of
+        the anchors, not 1,000. ``tests/test_policy_children.py`` checks it
+        against the full engine.
+        """
+        if op not in _NEEDS:
+            raise PolicyInputError(f"unknown operation {op!r} for a listing")
+        need = _NEEDS[op]
+        base = directory if directory.endswith(os.sep) else directory + os.sep
+        slot = self._slot(directory.rstrip(os.sep) or os.sep, op)
+        verdicts = []
+        for index, name in enumerate(names):
+            path = base + name
+            inode, nlink = files[index] if files is not None else (None, 1)
+            verdict = None
+            if name and os.sep not in name and name not in (".", ".."):
+                verdict = self._fast_verdict(op, path, slot, nlink)
+            if verdict is None:
+                verdicts.append(self._decide_item((op, Target(path, inode=inode, nlink=nlink)), granted).verdict)
+                continue
+            if verdict == "request" and (need, path) in granted:
+                verdict = "allow"
+            verdicts.append(verdict)
+        return verdicts
 
     def _as_target(self, path: str | Target) -> Target:
         return path if isinstance(path, Target) else self.resolve(path)
@@ -403,8 +506,21 @@ class Policy:
     # -- internals -----------------------------------------------------------
 
     def _decide_point(self, path: str, need: str, ruleset: RuleSet, op: str) -> tuple[Verdict, PathRule | None, str]:
+        return self._point(ruleset.winner(fold(path), need), path, need, ruleset, op)
+
+    def _point(
+        self, win: tuple[CompiledRule, Verdict] | None, path: str, need: str, ruleset: RuleSet, op: str
+    ) -> tuple[Verdict, PathRule | None, str]:
+        """The decision at ``path`` once its winning rule is known.
+
+        ``decide_children`` reuses one answer for every non-anchored child of a
+        directory with the same winner: ``path`` may enter here only through
+        lookups keyed by anchors in ``self._anchored`` (union entries, approval
+        areas, sibling checkouts, protected files) and through
+        ``protected_reason``, which ``decide_children`` asks per child. A new
+        path-dependent check must be added there too.
+        """
         key = fold(path)
-        win = ruleset.winner(key, need)
         if win is not None:
             compiled, verdict = win
             rule = compiled.rule
@@ -453,6 +569,20 @@ class Policy:
             return None
         roots = ", ".join(sorted(root for root, _ in selected.values()))
         return f"the call spans roots whose policies differ ({roots}); split it per root"
+
+
+_MAX_SLOTS = 4096  # directories whose fast-path slot is kept (the policy is rebuilt when anything changes)
+
+
+@dataclass
+class _Slot:
+    """One directory's share of every child's decision for one operation (``Policy._slot``)."""
+
+    ruleset: RuleSet
+    candidates: list[tuple[CompiledRule, Verdict, int, tuple[int, ...] | None]]
+    globbed: bool
+    fixed: tuple[CompiledRule, Verdict] | None
+    memo: dict[tuple[int, str] | None, Verdict]
 
 
 def _squash_slashes(path: str) -> str:

@@ -279,6 +279,7 @@ class Status:
     warnings: list[StatusWarning]
     approver: Approver
     config: ConfigPaths
+    watch_limit: str | None = None  # set when the deep rescan's budget is exhausted: what is not watched
 
 
 # -- rootguard/explain -----------------------------------------------------------

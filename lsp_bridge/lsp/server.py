@@ -109,7 +109,8 @@ class RootGuardServer(LanguageServer):
     def send_status(self) -> None:
         from lsp_bridge.core.status import to_json
 
-        status = to_json(self.tracker.status(self.approver()))
+        note = self._watcher.limit_note if self._watcher is not None else None
+        status = to_json(self.tracker.status(self.approver(), watch_limit=note or None))
         self.protocol.notify(STATUS, status)
         if self._tray is not None:
             self._tray.publish_status(status)
@@ -373,7 +374,8 @@ class RootGuardServer(LanguageServer):
 
         if self._watcher is None:
             loop = asyncio.get_running_loop()
-            self._watcher = Watcher(lambda batch: loop.call_soon_threadsafe(self.on_files_changed, batch))
+            self._watcher = Watcher(lambda batch: loop.call_soon_threadsafe(self.on_files_changed, batch),
+                                    on_limit=lambda: loop.call_soon_threadsafe(self.send_status))
         session = self.tracker.session
         plan = plan_watches(
             config_files=session.config_files(),

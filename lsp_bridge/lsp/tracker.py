@@ -207,7 +207,7 @@ class RootTracker:
 
     # -- rendering -------------------------------------------------------------
 
-    def status(self, approver: contract.Approver = "none") -> contract.Status:
+    def status(self, approver: contract.Approver = "none", watch_limit: str | None = None) -> contract.Status:
         """The ``rootguard/status`` payload (see ``core/status.py``)."""
         scope = self.scope
         union = scope.union.to_json()
@@ -235,6 +235,7 @@ class RootTracker:
             warnings=warnings,
             approver=approver,
             config=self.config_paths(),
+            watch_limit=watch_limit,
         )
 
     def config_paths(self) -> contract.ConfigPaths:

@@ -41,7 +41,8 @@ from dataclasses import dataclass
 
 from lsp_bridge.core.paths import canonical, depth, is_within, relative_to
 from lsp_bridge.core.policy import Decision, Target
-from lsp_bridge.core.protected import PROJECT_FILE_NAME, protected_reason
+from lsp_bridge.core.protected import protected_reason
+from lsp_bridge.core.settings import PROJECT_FILE_NAME
 
 SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc")
 SYSTEM_MASKS = ("/etc/shadow", "/etc/shadow-", "/etc/gshadow", "/etc/gshadow-", "/etc/ssh/ssh_host_*_key")

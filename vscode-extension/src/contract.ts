@@ -276,6 +276,7 @@ export interface Status {
   warnings: StatusWarning[];
   approver: 'tray' | 'editor' | 'none';
   config: ConfigPaths;
+  watch_limit?: string | null;
 }
 /**
  * One entry of the effective union, and why it is there.

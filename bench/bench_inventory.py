@@ -40,16 +40,24 @@ MARKER = ".bench-built"
 
 
 def ensure_repo(directory: str, files: int, commits: int) -> tuple[str, str]:
-    """(repository root, narrow package): built once, reused when the marker matches."""
+    """(repository root, narrow folder) for any ``--dir``.
+
+    A directory this bench built (its marker matches) is reused; an empty or
+    missing one is built; any other existing tree is measured as it is: its
+    ``shop`` repository when it holds one, else the directory itself, with the
+    narrow folder ``packages/checkout`` when there is one, else its first
+    package or subdirectory.
+    """
     repo = os.path.join(directory, REPO_NAME)
     marker = os.path.join(directory, MARKER)
     wanted = f"{files} {commits}\n"
     if os.path.exists(marker) and Path(marker).read_text() == wanted:
         print(f"reusing {repo}")
+    elif os.path.isdir(directory) and os.listdir(directory):
+        repo = repo if os.path.isdir(repo) else directory
+        print(f"measuring the existing tree {repo}")
+        return repo, narrow_folder(repo)
     else:
-        if os.path.exists(repo):
-            sys.exit(f"{repo} exists but was not built by this bench for {wanted.strip()}: "
-                     "choose another --dir")
         os.makedirs(directory, exist_ok=True)
         started = time.perf_counter()
         build_large_monorepo(directory, total_files=files, commits=commits)
@@ -57,6 +65,19 @@ def ensure_repo(directory: str, files: int, commits: int) -> tuple[str, str]:
             handle.write(wanted)
         print(f"built {repo} in {time.perf_counter() - started:.1f} s")
     return repo, os.path.join(repo, "packages", "checkout")
+
+
+def narrow_folder(repo: str) -> str:
+    """``packages/checkout``, else the first package, else the first subdirectory, else the tree."""
+    if os.path.isdir(os.path.join(repo, "packages", "checkout")):
+        return os.path.join(repo, "packages", "checkout")
+    for parent in (os.path.join(repo, "packages"), repo):
+        if os.path.isdir(parent):
+            subdirs = sorted(e.path for e in os.scandir(parent)
+                             if e.is_dir(follow_symlinks=False) and not e.name.startswith("."))
+            if subdirs:
+                return subdirs[0]
+    return repo
 
 
 def timed(function, repeat: int) -> tuple[float, float, object]:

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Run every test: the linters (scripts/lint.sh), then the Python suite (which also
+# Run every test: the linters (scripts/lint.sh: ruff, mypy, import-linter, eslint), then the Python suite (which also
 # builds and unit-tests the VS Code extension).
 set -euo pipefail
 here="$(cd "$(dirname "$0")/.." && pwd)"

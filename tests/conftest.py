@@ -26,6 +26,7 @@ def isolated_user(tmp_path_factory, monkeypatch):
     monkeypatch.setenv("HOME", str(home))
     monkeypatch.setenv("XDG_CONFIG_HOME", str(home / ".config"))
     monkeypatch.setenv("XDG_STATE_HOME", str(home / ".local" / "state"))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(home / ".cache"))
     monkeypatch.setenv("XDG_RUNTIME_DIR", str(home / "run"))
     (home / "run").mkdir(mode=0o700)
     monkeypatch.delenv("ROOTGUARD_CONFIG", raising=False)

@@ -78,6 +78,8 @@ def test_check_rename_takes_two_paths(repo):
         ["check", "--json", "--root", "/", "--op", "rename", "/x"],
         ["roots", "--json", "/definitely/not/here"],
         ["inventory", "--json", "--root", "/"],
+        ["check", "--json", "--root", "", "--op", "read", "/x"],  # empty: not the current directory
+        ["roots", "--json", ""],
     ],
 )
 def test_bad_input_exits_2_with_one_line(args):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import shutil
@@ -323,13 +324,34 @@ def test_a_history_git_cannot_read_is_unknown_not_empty(tmp_path):
     assert report.summary_line().endswith(".git (? commits)")
 
 
-def test_importing_is_cheap_and_warm_up_loads_the_detectors():
+def test_importing_is_cheap_and_warm_up_loads_the_detectors(tmp_path):
+    """The first process imports detect-secrets and keeps its patterns; the next one needs no import.
+
+    Both count the same credentials, a JWT included (its plugin validates what its regex finds,
+    so it is imported, for real, once a line has something JWT-shaped).
+    """
+    env_file = tmp_path / ".env"
+    header = base64.urlsafe_b64encode(b'{"alg":"HS256","typ":"JWT"}').decode().rstrip("=")
+    body = base64.urlsafe_b64encode(b'{"sub":"1234567890"}').decode().rstrip("=")
+    env_file.write_text(
+        "GH=ghp_" + "a1B2" * 9 + "\nPLAIN=created_at\nSESSION=" + f"{header}.{body}.c2lnbmF0dXJl" + "\n"
+        "NOTJWT=eyJhbGciOiJub3Rqc29u.eyJ.x\n# AKIAABCDEFGHIJKLMNOP\n"
+    )
     code = ("import sys\nimport lsp_bridge.inventory.scan as inventory\n"
+            "from lsp_bridge.inventory import secrets\n"
             "print('detect_secrets' in sys.modules)\ninventory.warm_up()\ninventory.warm_up()\n"
+            "print('detect_secrets' in sys.modules, 'requests' in sys.modules)\n"
+            f"print(secrets.count_credentials({str(env_file)!r}))\n"
             "print('detect_secrets' in sys.modules)\n")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         check=True).stdout.split()
-    assert out == ["False", "True"]
+    first = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    assert first == ["False", "True", "True", "3", "True"]
+    cache = Path(os.environ["XDG_CACHE_HOME"]) / "rootguard" / "detect-secrets-patterns.json"
+    assert cache.exists()
+    second = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    assert second == ["False", "False", "False", "3", "True"]  # the JWT line needed its plugin
+    cache.write_text("{not json")  # a damaged cache is not trusted: the plugins are imported again
+    third = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    assert third == first
 
 
 # ---------------------------------------------------------------- secrets_scan

@@ -164,7 +164,7 @@ async def test_widening_warning_prices_the_new_root(client, monorepo):
     line = (await wait_for(client.warnings, what="widening warning"))[0]
     assert "\n" not in line  # one line a person reads whole, in any client
     assert line.startswith("Root Guard: adding shop") and "widened the agent's boundary ×" in line
-    assert "secrets files" in line and f".git with {monorepo.commits} commits" in line
+    assert "secrets files" in line and f".git ({monorepo.commits} commits)" in line
     report = client.log_text()  # the full report goes to the log
     assert monorepo.repo in report and monorepo.narrow in report
     assert "(4)" in report  # the .env credential count
@@ -191,7 +191,8 @@ async def test_disjoint_folder_is_a_smaller_widening_and_narrowing_is_quiet(clie
     mark = client.change_folders(removed=[other])
     narrowed = await client.next_status(mark, lambda s: str(other) not in s["union"], "narrowed status")
     assert narrowed["widened"] is False
-    await asyncio.sleep(0.3)
+    # A request answered after the narrowing: the server has written all it had to say about it.
+    await client.client.protocol.send_request_async("rootguard/inventory", {})
     assert len(client.warnings()) == warnings_so_far  # no warning on narrowing
 
 
@@ -367,6 +368,40 @@ async def test_inventory_streams_progress_and_follows_new_files(client, monorepo
         new_env.unlink()
 
 
+async def test_a_credential_file_three_levels_deep_updates_the_inventory(client, monorepo):
+    """Below the inotify watches (the root and one level), the deep rescan sees a new .env within a second."""
+    await client.start([monorepo.narrow])
+    await client.next_status(0)
+    mark = client.change_folders(added=[monorepo.repo])
+    first = await client.next_status(mark, lambda s: s["inventory"], "inventory")
+    existing = next(p for p in sorted(Path(monorepo.repo, "packages").iterdir()) if p.is_dir())
+    deep = existing / "deep-a" / "deep-b"
+    deep.mkdir(parents=True)
+    (existing / "src").mkdir(exist_ok=True)
+    nested = existing / "src" / ".env"  # an existing directory, three levels below the root
+    created = [deep / ".env", nested]
+    try:
+        for path in created:
+            mark = len(client.statuses)
+            path.write_text("STRIPE_SECRET_KEY=sk_live_" + "4eC39HqLyjWDarjtT1zdp7dc" + "\n")
+            started = asyncio.get_running_loop().time()
+            await client.next_status(
+                mark,
+                lambda s, path=path: s["inventory"] and any(c["path"] == str(path) for c in s["inventory"]["credentials"]),
+                f"inventory with {path}",
+            )
+            # Within a second on an idle machine; the bound here leaves room for a loaded CI runner.
+            assert asyncio.get_running_loop().time() - started < 10
+        last = client.statuses[-1]
+        assert len(last["inventory"]["credentials"]) == len(first["inventory"]["credentials"]) + 2
+        assert last.get("watch_limit") is None
+    finally:
+        for path in created:
+            path.unlink(missing_ok=True)
+        deep.rmdir()
+        deep.parent.rmdir()
+
+
 async def test_project_allow_beyond_the_folders_is_reported_as_reduced(client, tmp_path):
     repo = make_repo(tmp_path / "mono", {"packages/app/index.ts": "x\n", "shared/tsconfig.json": "{}\n"})
     config = repo / "packages/app/.rootguard.toml"
@@ -382,41 +417,57 @@ async def test_project_allow_beyond_the_folders_is_reported_as_reduced(client, t
 # --- start-up -----------------------------------------------------------------------
 
 
-def raw_initialize(env_value: str, params: dict) -> dict:
-    """The initialize result over raw stdio, with the early answer on or off."""
+def raw_messages(params: dict, *requests: dict) -> list[dict]:
+    """Talk to the server over raw stdio: initialize with ``params``, then ``requests``, then shutdown."""
     import json
     import subprocess
 
-    from lsp_bridge.lsp.stdio import frame, read_message
+    def frame(message: dict) -> bytes:
+        body = json.dumps(message).encode()
+        return b"Content-Length: %d\r\n\r\n" % len(body) + body
 
-    env = dict(os.environ, ROOTGUARD_LSP_EARLY_INIT=env_value)
-    proc = subprocess.Popen(SERVER, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env)
+    def read(stream) -> dict:
+        length = None
+        while (line := stream.readline()) not in (b"\r\n", b""):
+            name, _, value = line.decode().partition(":")
+            if name.lower() == "content-length":
+                length = int(value)
+        assert length is not None, "the server closed stdout"
+        return json.loads(stream.read(length))
+
+    proc = subprocess.Popen(SERVER, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    answers = []
     try:
-        proc.stdin.write(frame({"jsonrpc": "2.0", "id": 7, "method": "initialize", "params": params}))
-        proc.stdin.flush()
-        answer = json.loads(read_message(proc.stdout).split(b"\r\n\r\n", 1)[1])
-        proc.stdin.write(frame({"jsonrpc": "2.0", "id": 8, "method": "shutdown"}))
-        proc.stdin.flush()
-        second = json.loads(read_message(proc.stdout).split(b"\r\n\r\n", 1)[1])
-        assert second["id"] == 8, "the replayed initialize's answer leaked to the client"
+        for message in ({"jsonrpc": "2.0", "id": 7, "method": "initialize", "params": params}, *requests,
+                        {"jsonrpc": "2.0", "id": 99, "method": "shutdown"}):
+            proc.stdin.write(frame(message))
+            proc.stdin.flush()
+            if "id" in message:
+                while "id" not in (answer := read(proc.stdout)) or answer["id"] != message["id"]:
+                    pass  # notifications
+                answers.append(answer)
         proc.stdin.write(frame({"jsonrpc": "2.0", "method": "exit"}))
         proc.stdin.close()
         proc.wait(10)
     finally:
         proc.kill()
-    assert answer["id"] == 7
-    return answer["result"]
+    return answers
 
 
 @pytest.mark.parametrize(
-    "client_caps",
-    [{}, {"general": {"positionEncodings": ["utf-8", "utf-16"]}}, {"general": {"positionEncodings": ["utf-32"]}}],
+    "client_caps, encoding",
+    [({}, "utf-16"), ({"general": {"positionEncodings": ["utf-8", "utf-16"]}}, "utf-8"),
+     ({"general": {"positionEncodings": ["utf-32"]}}, "utf-32")],
 )
-def test_early_initialize_announces_what_pygls_would(client_caps):
+def test_initialize_is_answered_by_pygls_with_our_capabilities(client_caps, encoding):
     params = {"processId": None, "capabilities": client_caps, "workspaceFolders": None}
-    early = raw_initialize("1", params)
-    late = raw_initialize("0", params)
-    assert early == late
+    answer, shutdown = raw_messages(params)
+    result = answer["result"]
+    assert result["serverInfo"]["name"] == "rootguard"
+    assert result["capabilities"]["positionEncoding"] == encoding
+    assert result["capabilities"]["executeCommandProvider"]["commands"] == ["rootguard.acknowledge", "rootguard.migrateConfig"]
+    assert result["capabilities"]["workspace"]["workspaceFolders"] == {"supported": True, "changeNotifications": True}
+    assert shutdown == {"jsonrpc": "2.0", "id": 99, "result": None}
 
 
 # --- approvals through a real tray (issue 4) ------------------------------------------
@@ -453,7 +504,8 @@ async def test_a_user_config_created_later_is_picked_up(client, tmp_path, isolat
     await client.next_status(0)
     user_dir = isolated_user / ".config" / "rootguard"
     user_dir.mkdir(parents=True)
-    await asyncio.sleep(0.5)  # the server now watches the new directory
+    # No wait: the server watches the new directory, then reads it again, so a file
+    # written before its watch began is still seen.
     (user_dir / "config.toml").write_text(
         f'version = 2\n[[paths]]\nid = "no-docs"\npath = "{repo}/docs"\npolicies = {{ read = "deny" }}\n'
     )

@@ -158,16 +158,27 @@ def sock_dir():
 
 
 # ---------------------------------------------------------------------------
-# One agent session: seed 003's cases, the CVE escapes, reads, writes, batches, audit, mirror
+# An agent session inside one project: seed 003's cases, the CVE escapes, reads,
+# writes, batches, audit, mirror. Each test connects afresh to a fresh workspace
+# and checks that the audit log holds exactly one line per decision it caused.
 
 
-async def test_agent_session_inside_one_project(ws, isolated_user):
-    repo, base = ws["repo"], ws["base"]
-    async with connect([repo], ws["cwd"], mirror=True) as client:
+@asynccontextmanager
+async def agent(ws, home: Path):
+    """A connected client (mirror on) whose calls are checked against the audit log on exit."""
+    async with connect([ws["repo"]], ws["cwd"], mirror=True) as client:
         calls = Calls(client)
+        yield calls
+    log = home / ".local" / "state" / "rootguard" / "audit.jsonl"
+    records = audit_records(home) if log.exists() else []
+    assert Counter(r["correlation_id"] for r in records) == calls.expected
+    assert SECRET not in (log.read_text() if log.exists() else "")
 
-        # The schemas show the boundary: an enum of project ids, a pattern refusing absolute and '..'.
-        listed = {t.name: t.input_schema for t in (await client.list_tools()).tools}
+
+async def test_tool_schemas_show_the_boundary(ws, isolated_user):
+    """An enum of project ids, a pattern refusing absolute paths and '..'."""
+    async with agent(ws, isolated_user) as calls:
+        listed = {t.name: t.input_schema for t in (await calls.client.list_tools()).tools}
         assert set(listed) == TOOLS
         props = listed["read_file"]["properties"]
         assert props["project_id"]["enum"] == [P]
@@ -178,6 +189,10 @@ async def test_agent_session_inside_one_project(ws, isolated_user):
         projects = await calls("list_projects")
         assert projects.structured_content == {"projects": [{"project_id": P, "name": P, "origin": "root"}]}
 
+
+async def test_seed_003_cases_and_the_cve_escapes_are_refused(ws, isolated_user):
+    repo, base = ws["repo"], ws["base"]
+    async with agent(ws, isolated_user) as calls:
         # Seed 003's six cases, through the tools.
         manifest = await calls("read_file", project_id=P, relative_path="package.json")
         assert text(manifest) == (repo / "package.json").read_text()
@@ -207,7 +222,10 @@ async def test_agent_session_inside_one_project(ws, isolated_user):
         inside_link = await calls("read_file", project_id=P, relative_path="docs/current.ts")
         assert code(inside_link) == "symlink_not_permitted" and "follow_symlinks" in text(inside_link)
 
-        # Rules: .env is denied, vault needs approval (and nobody can approve here).
+
+async def test_rules_hide_denied_files_from_reads_listings_and_search(ws, isolated_user):
+    """.env is denied, vault needs approval (and nobody can approve here)."""
+    async with agent(ws, isolated_user) as calls:
         dotenv = await calls("read_file", project_id=P, relative_path=".env")
         assert code(dotenv) == "policy_denied" and SECRET not in text(dotenv)
         assert code(await calls("read_file", project_id=P, relative_path="vault/notes.txt")) == "no_approver"
@@ -223,7 +241,10 @@ async def test_agent_session_inside_one_project(ws, isolated_user):
         by_name = (await calls("search_files", project_id=P, pattern="*.ts")).structured_content
         assert {m["relative_path"] for m in by_name["matches"]} == {"src/config.ts", "src/util.ts"}
 
-        # Writes inside the project.
+
+async def test_writes_inside_the_project(ws, isolated_user):
+    repo = ws["repo"]
+    async with agent(ws, isolated_user) as calls:
         created = await calls("write_file", project_id=P, relative_path="src/new/feature.ts", content="export {};\n")
         assert created.structured_content["created"] is True
         assert (repo / "src" / "new" / "feature.ts").read_text() == "export {};\n"
@@ -242,11 +263,16 @@ async def test_agent_session_inside_one_project(ws, isolated_user):
         assert not (repo / "src" / "feature.ts").exists()
         config_write = await calls("write_file", project_id=P, relative_path=".rootguard.toml", content="version = 2\n")
         assert code(config_write) == "no_approver"  # an active configuration file needs approval
+    logged = audit_text(isolated_user)
+    assert "timeoutMs" not in logged  # no file contents in the log
 
-        # A batch with one denied target leaves every file untouched.
+
+async def test_a_batch_with_one_denied_target_changes_nothing(ws, isolated_user):
+    repo = ws["repo"]
+    async with agent(ws, isolated_user) as calls:
         before = snapshot(repo)
         batch = await calls("apply_patch", targets=3, project_id=P, changes=[
-            {"relative_path": "src/config.ts", "edits": [{"old_text": "= 5", "new_text": "= 9"}]},
+            {"relative_path": "src/config.ts", "edits": [{"old_text": "= 3", "new_text": "= 9"}]},
             {"relative_path": "src/added.ts", "content": "export const added = true;\n"},
             {"relative_path": ".env", "content": "STRIPE_KEY=replaced\n"},
         ])
@@ -254,12 +280,22 @@ async def test_agent_session_inside_one_project(ws, isolated_user):
         batch_id = batch.structured_content["error"]["correlation_id"]
         assert snapshot(repo) == before
         assert (repo / ".env").read_text() == f"STRIPE_KEY={SECRET}\n"
+    batch_lines = {r["relative_path"]: r["code"] for r in audit_records(isolated_user) if r["correlation_id"] == batch_id}
+    assert batch_lines == {"src/config.ts": "batch_rejected", "src/added.ts": "batch_rejected", ".env": "policy_denied"}
 
-    # Audit: one line per decision, no secret value, no file contents.
+
+async def test_the_audit_log_and_the_roots_union_mirror(ws, isolated_user):
+    """One line per decision, no secret value or content; the mirror says where the old boundary leaked."""
+    async with agent(ws, isolated_user) as calls:
+        await calls("read_file", project_id=P, relative_path="package.json")
+        await calls("read_file", project_id=P, relative_path="tmp/external-link/token")
+        await calls("read_file", project_id=P, relative_path=".env")
+        await calls("read_file", project_id=P, relative_path="../platform/secrets.env")
+        await calls("apply_patch", project_id=P,
+                    changes=[{"relative_path": "src/config.ts", "edits": [{"old_text": "= 3", "new_text": "= 5"}]}])
     records = audit_records(isolated_user)
-    assert Counter(r["correlation_id"] for r in records) == calls.expected
     logged = audit_text(isolated_user)
-    assert SECRET not in logged and "retries" not in logged and "timeoutMs" not in logged
+    assert SECRET not in logged and "retries" not in logged
     for record in records:
         assert record["client"] == "mcp" and record["protocol_version"] == "2026-07-28"
         assert record["tool"] in TOOLS and record["decision"] in ("allow", "deny")
@@ -272,8 +308,6 @@ async def test_agent_session_inside_one_project(ws, isolated_user):
     assert link["mirror"] == {"roots_union": "allow", "agrees": False}  # the old boundary would have leaked it
     assert by_path[("read_file", ".env")]["mirror"]["agrees"] is False
     assert by_path[("read_file", "../platform/secrets.env")]["mirror"]["agrees"] is True
-    batch_lines = {r["relative_path"]: r["code"] for r in records if r["correlation_id"] == batch_id}
-    assert batch_lines == {"src/config.ts": "batch_rejected", "src/added.ts": "batch_rejected", ".env": "policy_denied"}
 
 
 # ---------------------------------------------------------------------------

@@ -43,7 +43,7 @@ def test_neovim_add_workspace_folder_shows_the_widening_warning(tmp_path):
     assert any(line.startswith("STATUS widened=true") for line in lines), lines
     line = visible_warning(lines)
     assert line.startswith("Root Guard: adding shop widened the agent's boundary ×"), line
-    assert "secrets file" in line and ".git with 3 commits" in line
+    assert "secrets file" in line and ".git (3 commits)" in line
     # Neovim 0.7 supports window/showMessageRequest: the actions are offered under the line.
     assert "VISIBLE 1. Show report" in lines and "VISIBLE 2. Acknowledge" in lines
     shown = [x for x in lines if x.startswith("VISIBLE ")]

@@ -63,6 +63,7 @@ def test_server_side_rules_are_authoritative_over_the_baseline(repo, isolated_us
 
 
 def test_exact_file_rule_outranks_a_directory_rule(repo, isolated_user):
+    """Through real configuration files: the file rule decides the file only."""
     user_config(
         isolated_user,
         f'version = 2\n[[paths]]\nid = "repo-read"\npath = "{repo}"\npolicies = {{ read = "allow" }}\n'
@@ -71,6 +72,32 @@ def test_exact_file_rule_outranks_a_directory_rule(repo, isolated_user):
     assert decide([repo], "read", repo / ".env").rule == "env-file"
     assert decide([repo], "read", repo / ".env").decision == "deny"
     assert decide([repo], "read", repo / "package.json").rule == "repo-read"
+
+
+def test_the_exact_file_tier_beats_equal_depth_and_strictness(tmp_path):
+    """Two rules anchored on the same path, one known as a file: the file rule wins.
+
+    Depth and literal prefix tie, so without the exact-file tier the stricter
+    rule (deny) would win; the anchor does not even exist on disk, since rule
+    compilation reads nothing (the file fact was resolved when loading).
+    """
+    from lsp_bridge.core.rules import RuleSet
+    from lsp_bridge.core.scope import build_scope
+    from lsp_bridge.core.settings import Config, PathRule
+
+    folder = tmp_path / "app"
+    folder.mkdir()
+    anchor = str(folder / "secrets.toml")  # never created
+    config = Config(
+        paths=(
+            PathRule(id="as-directory", path=anchor, anchor=anchor, read="deny"),
+            PathRule(id="as-file", path=anchor, anchor=anchor, read="allow", is_file=True),
+        )
+    )
+    rules = RuleSet(config, build_scope([str(folder)], config))
+    compiled, verdict = rules.winner(anchor, "read")
+    assert (compiled.rule.id, verdict) == ("as-file", "allow")
+    assert not os.path.lexists(anchor)
 
 
 def test_deepest_anchor_wins(repo, isolated_user):

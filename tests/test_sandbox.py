@@ -548,3 +548,18 @@ async def test_a_real_mcp_server_runs_under_rootguard_run_over_stdio(world, tmp_
             secret = await client.call_tool("read_file", {"project_id": "checkout", "relative_path": ".env"})
             assert secret.is_error and "local-secret-value" not in str(secret.content)
     assert not os.path.exists(state)
+
+
+def test_invalid_configuration_and_bad_usage_are_125_and_nothing_runs(world, tmp_path):
+    demo = world["demo"]
+    marker = os.path.join(demo.narrow, "ran.txt")
+    broken = tmp_path / "broken.toml"
+    broken.write_text("version = 2\n[workspace\n")
+    bad_config = run(world, "--", "/bin/sh", "-c", f"echo ran > {marker}", env=env_for(world, ROOTGUARD_CONFIG=str(broken)))
+    assert bad_config.returncode == 125
+    assert f"invalid configuration: {broken}:2:" in bad_config.stderr and bad_config.stderr.count("\n") == 1
+    bad_option = run(world, "--bogus", "--", "/bin/sh", "-c", f"echo ran > {marker}")
+    assert bad_option.returncode == 125 and "COMMAND was not run" in bad_option.stderr
+    no_command = run(world, "--")
+    assert no_command.returncode == 125 and "no COMMAND" in no_command.stderr
+    assert not os.path.exists(marker)

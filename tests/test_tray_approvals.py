@@ -155,6 +155,9 @@ STATUS = {
                   "credentials": [{"path": "/shop/.env", "count": 4}],
                   "git": [{"path": "/shop/.git", "bytes": 671088640, "commits": 53, "deleted_sensitive": [".env"]}]},
     "summary": "⚠ union ×180",
+    "widening_lines": ["/shop widens /shop/packages/checkout: it contains the narrow root, which no longer limits anything",
+                       "Adding /shop widens the union: 340 → 61,000 files (×179.4).",
+                       "4 credentials in 1 file: shop/.env (4)"],
     "warnings": [{"severity": "warning", "code": "union-widened", "message": "/shop widened the union"}],
 }
 
@@ -171,12 +174,25 @@ def test_describe_shows_what_a_window_exposes():
     assert sections["Shadowed"] == ("/shop/packages/checkout (inside /shop)",)
     assert sections["Mount mismatches"] == ("not mounted: /shop", "mounted outside the union: /opt/c → /c")
     widening = sections["Last widening"]
-    assert "/shop contains /shop/packages/checkout" in widening
-    assert "files: 340 → 61,000 (×179.4)" in widening
-    assert "credentials: /shop/.env (4)" in widening
-    assert any("53 commits, 1 deleted sensitive" in line for line in widening)
+    assert widening[0].endswith("  ⚠ union ×180")  # the server's summary, after the time
+    assert widening[1:] == tuple(STATUS["widening_lines"])  # shown as the server words them
     assert sections["Warnings"] == ("warning: /shop widened the union",)
     assert reg.get(1).label == "rootguard-lsp — checkout, shop"
+
+
+def test_a_recorded_server_status_shows_the_servers_widening_text():
+    """The tray shows the same summary and lines as the status bar and the warning."""
+    import json
+    from pathlib import Path
+
+    recorded = Path(__file__).resolve().parent.parent / "vscode-extension/test/fixtures/status-widened.json"
+    status = json.loads(recorded.read_text())
+    reg = SessionRegistry()
+    reg.hello(1, protocol.Hello("s1", 10, "rootguard-lsp", tuple(status["roots"][:1])))
+    reg.update_status(1, status)
+    widening = {s.title: s.lines for s in describe(reg.get(1))}["Last widening"]
+    assert widening[0].endswith(status["summary"]) and widening[1:] == tuple(status["widening_lines"])
+    assert reg.get(1).summary == status["summary"]
 
 
 def test_a_hostile_status_is_shown_defensively_not_trusted():

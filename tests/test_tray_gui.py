@@ -302,6 +302,7 @@ WIDENED = {
     "widened": True,
     "widening": [{"folder": "/shop", "entry": "/shop/packages/checkout", "kind": "ancestor"}],
     "summary": "⚠ union ×180: +60,660 files",
+    "widening_lines": ["/shop widens /shop/packages/checkout: it contains the narrow root, which no longer limits anything"],
     "warnings": [],
 }
 
@@ -321,7 +322,7 @@ def test_the_session_list_shows_each_window_and_what_it_exposes(qtbot, make_tray
     items.setCurrentRow(0)
     details = app.window.details.toPlainText()
     for line in ("/shop-wt/feature [request]", "/shop — folder: workspace folder",
-                 "/shop/packages/checkout (inside /shop)", "not mounted: /shop", "/shop contains /shop/packages/checkout"):
+                 "/shop/packages/checkout (inside /shop)", "not mounted: /shop", WIDENED["widening_lines"][0]):
         assert line in details
     qtbot.mouseClick(app.window.acknowledge, Qt.LeftButton)
     qtbot.waitUntil(lambda: items.item(0).icon().isNull())
@@ -381,7 +382,9 @@ MEASURING = dict(WIDENED, summary="⚠ union widened (1 root); measuring…", in
 MEASURED = dict(WIDENED, summary="⚠ union ×6.2: +3,509 files, 3 secrets files, .git (43 commits)",
                 inventory={"files_before": 680, "files_after": 4189, "ratio": 6.2,
                            "credentials": [{"path": "/shop/.env", "count": 4}], "git": []},
-                inventory_pending=False, acknowledged=False)
+                inventory_pending=False, acknowledged=False,
+                widening_lines=[WIDENED["widening_lines"][0],
+                                "Adding /shop widens the union: 680 → 4,189 files (×6.2)."])
 
 
 def test_the_notification_and_last_widening_update_when_the_inventory_arrives(qtbot, make_tray):
@@ -391,11 +394,11 @@ def test_the_notification_and_last_widening_update_when_the_inventory_arrives(qt
     bar = app.window.statusBar()
     qtbot.waitUntil(lambda: "measuring" in bar.currentMessage())
     app.window.session_list.setCurrentRow(0)
-    assert "inventory in progress" in app.window.details.toPlainText()
+    assert "measuring" in app.window.details.toPlainText().lower()
     client.send(protocol.status(MEASURED))
     qtbot.waitUntil(lambda: "×6.2: +3,509 files" in bar.currentMessage())
     details = app.window.details.toPlainText()
-    assert "files: 680 → 4,189 (×6.2)" in details and "inventory in progress" not in details
+    assert "680 → 4,189 files (×6.2)" in details and "measuring" not in details.lower()
 
 
 def test_each_session_names_its_editor_and_its_workspace(qtbot, make_tray):

@@ -40,3 +40,31 @@ def test_the_watcher_reports_a_debounced_batch_of_changes_but_not_reads(tmp_path
         assert batches == []  # reads never wake the watcher
     finally:
         watcher.stop()
+
+
+def test_the_deep_rescan_sees_deep_files_and_says_when_its_budget_is_exhausted(tmp_path):
+    """Below the watched levels a new file is reported by its directory; over budget, a status sentence."""
+    deep = tmp_path / "a" / "b" / "c"
+    deep.mkdir(parents=True)
+    for i in range(5):
+        (tmp_path / "wide" / f"d{i}").mkdir(parents=True)
+    batches: list[set[str]] = []
+    limits: list[bool] = []
+    watcher = Watcher(batches.append, debounce=0.05, on_limit=lambda: limits.append(True), deep_budget=6)
+    try:
+        watcher.apply(plan_watches(config_files=[], folders=[], common_dirs=[], union=[str(tmp_path / "a")]))
+        time.sleep(0.3)  # the first walk records the directories' times
+        (deep / ".env").write_text("KEY=x\n")
+        deadline = time.monotonic() + 5
+        while not any(str(deep) in b for b in batches) and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert any(str(deep) in b for b in batches)
+        assert watcher.limit_note is None and limits == []
+        watcher.apply(plan_watches(config_files=[], folders=[], common_dirs=[], union=[str(tmp_path)]))
+        deadline = time.monotonic() + 5
+        while not limits and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert limits == [True]
+        assert watcher.limit_note and "6 directories" in watcher.limit_note
+    finally:
+        watcher.stop()

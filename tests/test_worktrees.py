@@ -12,7 +12,6 @@ import pytest
 from lsp_bridge.core import worktrees
 from lsp_bridge.core.worktrees import (
     locate,
-    locate_with_fallback,
     sibling_checkouts,
     sibling_worktrees,
 )
@@ -279,8 +278,6 @@ def test_no_repository_above_the_folder(tmp_path):
 def test_relative_folder_is_a_value_error():
     with pytest.raises(ValueError, match="not an absolute path"):
         locate("src/app")
-    with pytest.raises(ValueError):
-        locate_with_fallback(".")
 
 
 def test_missing_folder_is_reported_not_raised(tmp_path):
@@ -332,11 +329,11 @@ HOSTILE = {
 def test_hostile_gitfile_is_refused_and_widens_nothing(case, shared, tmp_path, git_env):
     folder = shared["repo"] / "vendor" / case
     dot_git = write_gitfile(folder, hostile(shared, folder, tmp_path, git_env)[case])
-    for found in (locate(str(folder / ".")), locate_with_fallback(str(folder), git="no-such-git-binary")):
-        assert (found.status, found.location) == ("refused", None)
-        [error] = found.diagnostics
-        assert (error.severity, error.code, error.file) == ("error", HOSTILE[case], str(dot_git))
-        assert SECRET not in error.message  # names the file, never echoes its content
+    found = locate(str(folder / "."))
+    assert (found.status, found.location) == ("refused", None)
+    [error] = found.diagnostics
+    assert (error.severity, error.code, error.file) == ("error", HOSTILE[case], str(dot_git))
+    assert SECRET not in error.message  # names the file, never echoes its content
 
 
 def test_dot_git_symlink_is_refused(shared, tmp_path, git_env):
@@ -427,7 +424,6 @@ def test_native_discovery_starts_no_process(shared, tmp_path, no_processes):
     for folder in (shared["repo"], shared["wt-c"]):
         found = locate(str(folder))
         assert found.status == "found" and len(sibling_worktrees(found.location)) == 3
-    assert locate_with_fallback(str(shared["wt-a"])).status == "found"
 
 
 def unknown_layout(project, tmp_path) -> Path:
@@ -448,39 +444,21 @@ def test_unknown_layout_is_undecided_natively(project, tmp_path, no_processes):
     assert found.diagnostics[0].code == "git.unknown-layout"
 
 
-def test_fallback_asks_git_and_marks_a_narrow_degraded_result(project, tmp_path):
+def test_an_undecided_folder_adds_no_root(project, tmp_path):
+    """Native discovery cannot decide, and git is never asked instead: the scope adds nothing."""
+    from lsp_bridge.core.scope import build_scope
+    from lsp_bridge.core.settings import Config
+
     tree = unknown_layout(project, tmp_path)
-    found = locate_with_fallback(str(tree / "."), timeout=30)
-    assert found.status == "found" and found.degraded
-    loc = found.location
-    assert "not <common>/worktrees/<name>" in loc.degraded
-    assert (loc.kind, loc.toplevel, loc.common_dir) == ("linked", str(tree), str(project["repo"] / ".git"))
-    assert loc.git_dir == str(tmp_path / "elsewhere" / "admin-wt-b")
-    assert loc.main_worktree is None and loc.worktrees == ()
-    assert sibling_checkouts(loc) == () and sibling_worktrees(loc) == []
-    assert "git.degraded" in [d.code for d in found.diagnostics]
+    scope = build_scope([str(tree)], Config())
+    assert scope.union.paths == (str(tree),) and scope.worktrees == ()
+    assert "git.unknown-layout" in [d.code for d in scope.diagnostics]
 
 
-def test_fallback_inside_an_admin_directory(shared):
-    found = locate_with_fallback(str(shared["repo"] / ".git" / "refs"), timeout=30)
-    assert found.degraded and found.location.toplevel is None
-    assert found.location.common_dir == str(shared["repo"] / ".git")
-    assert sibling_worktrees(found.location) == []
-
-
-def test_fallback_without_git_stays_undecided(project, tmp_path):
-    tree = unknown_layout(project, tmp_path)
-    found = locate_with_fallback(str(tree), git=str(tmp_path / "no-git-here"))
-    assert (found.status, found.location) == ("undecided", None)
-    assert [d.code for d in found.diagnostics] == ["git.unknown-layout", "git.fallback-failed"]
-
-
-def test_empty_dot_git_directory_falls_back_to_git_saying_no_repository(tmp_path):
+def test_an_empty_dot_git_directory_is_undecided(tmp_path):
     folder = tmp_path / "half-made"
     (folder / ".git").mkdir(parents=True)
     assert locate(str(folder)).status == "undecided"
-    found = locate_with_fallback(str(folder), timeout=30)
-    assert (found.status, found.location) == ("none", None)
 
 
 # --- the cache: never stale ----------------------------------------------------------

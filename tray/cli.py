@@ -179,13 +179,10 @@ def desktop_entry() -> str:
 
 
 def install_autostart() -> int:
+    from lsp_bridge.core.atomic import atomic_write
+
     path = autostart_path()
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    temp = path + ".tmp"
-    with open(temp, "w", encoding="utf-8") as handle:
-        handle.write(desktop_entry())
-    os.chmod(temp, 0o644)
-    os.replace(temp, path)
+    atomic_write(path, desktop_entry(), mode=0o644, dir_mode=0o755)
     print(f"wrote {path}")
     return 0
 

@@ -15,7 +15,7 @@ import os
 from dataclasses import asdict, fields
 
 from lsp_bridge.approvals.queue import MISSED_LIMIT, RECENT_LIMIT, ApprovalQueue, DecisionRecord, MissedRecord
-from lsp_bridge.core.grants import atomic_write
+from lsp_bridge.core.atomic import atomic_write
 
 log = logging.getLogger("rootguard.tray.history")
 FILE_NAME = "tray-history.jsonl"
@@ -102,7 +102,7 @@ class History:
         lines = [json.dumps({"kind": "decision", **asdict(r)}) for r in reversed(queue.recent)]
         lines += [json.dumps({"kind": "missed", **asdict(m)}) for m in reversed(queue.missed)]
         try:
-            atomic_write(self.path, "".join(line + "\n" for line in lines))
+            atomic_write(self.path, "".join(line + "\n" for line in lines), dir_mode=0o700)
             self.lines = len(lines)
         except OSError as err:
             log.warning("%s: cannot compact the tray history: %s", self.path, err.strerror)

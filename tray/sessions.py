@@ -182,44 +182,13 @@ def _mount_lines(mounts) -> list[str]:
 
 
 def _widening_lines(info: SessionInfo) -> list[str]:
+    """The widening as the server words it (``summary`` and ``widening_lines``), never re-rendered."""
     status = info.last_widening
     if not status:
         return []
     when = time.strftime("%H:%M:%S", time.localtime(info.widened_at)) if info.widened_at else ""
     lines = [f"{when}  {_str(status.get('summary'), 'union widened')}".strip()]
-    for w in _dicts(status.get("widening")):
-        folder, entry = _str(w.get("folder"), "?"), w.get("entry")
-        if w.get("kind") == "ancestor" and isinstance(entry, str):
-            lines.append(f"{folder} contains {entry}")
-        else:
-            lines.append(f"{folder} added (disjoint)")
-    inventory = status.get("inventory")
-    if isinstance(inventory, dict):
-        lines += _inventory_lines(inventory)
-    elif status.get("inventory_pending") is True:
-        lines.append("inventory in progress…")
-    return lines
-
-
-def _inventory_lines(inv: dict) -> list[str]:
-    lines = []
-    before, after, ratio = inv.get("files_before"), inv.get("files_after"), inv.get("ratio")
-    if _is_int(before) and _is_int(after):
-        times = f" (×{ratio:g})" if isinstance(ratio, (int, float)) and not isinstance(ratio, bool) else ""
-        lines.append(f"files: {before:,} → {after:,}{times}")
-    for c in _with_path(inv.get("credentials")):
-        lines.append(f"credentials: {c['path']} ({_count(c.get('count'))})")
-    for g in _with_path(inv.get("git")):
-        deleted = g.get("deleted_sensitive")
-        gone = f", {len(deleted)} deleted sensitive file(s) in history" if isinstance(deleted, list) and deleted else ""
-        lines.append(f"git: {g['path']} ({_bytes(g.get('bytes'))}, {_count(g.get('commits'))} commits{gone})")
-    siblings = _strings(inv.get("siblings"))
-    if siblings:
-        lines.append(f"sibling packages exposed: {len(siblings)}")
-    for ci in _with_path(inv.get("ci_roles")):
-        roles = _strings(ci.get("roles"))
-        lines.append(f"CI roles: {ci['path']} ({', '.join(roles) if roles else '?'})")
-    return lines
+    return lines + _strings(status.get("widening_lines"))
 
 
 def _warning_line(w: dict) -> str:
@@ -244,25 +213,6 @@ def _with_path(value) -> list[dict]:
 
 def _str(value, default: str = "") -> str:
     return value if isinstance(value, str) else default
-
-
-def _is_int(value) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
-def _count(value) -> str:
-    return f"{value:,}" if _is_int(value) else "?"
-
-
-def _bytes(value) -> str:
-    if not _is_int(value):
-        return "? bytes"
-    size = float(value)
-    for unit in ("B", "KB", "MB", "GB"):
-        if size < 1024 or unit == "GB":
-            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
-        size /= 1024
-    return f"{value} B"
 
 
 def _limit(lines: tuple[str, ...], limit: int) -> tuple[str, ...]:

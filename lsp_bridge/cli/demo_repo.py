@@ -15,6 +15,8 @@ import os
 import subprocess
 from dataclasses import dataclass, field
 
+from lsp_bridge.core.git import git_env
+
 REPO_NAME = "shop"
 WORKTREE_NAME = "shop-hotfix"
 DELETED_SECRET = ".env.production"
@@ -268,14 +270,12 @@ def _write_untracked(repo: str, names: list[str], secrets: dict[str, str],
 
 
 def _git_env(when: int) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
-    env.update({
+    return git_env({
         "GIT_AUTHOR_NAME": "Demo Dev", "GIT_AUTHOR_EMAIL": "dev@shop.example",
         "GIT_COMMITTER_NAME": "Demo Dev", "GIT_COMMITTER_EMAIL": "dev@shop.example",
         "GIT_AUTHOR_DATE": f"{when} +0000", "GIT_COMMITTER_DATE": f"{when} +0000",
         "GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": os.devnull,
     })
-    return env
 
 
 def _git(repo: str, *args: str, when: int = _EPOCH, data: bytes | None = None) -> str:

@@ -56,6 +56,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if argv and argv[0] in DELEGATED:  # these parse their own options, --help included
             return _delegate(argv[0], argv[1:])
         parser = _parser()
+        parser.run_mode = argv[:1] == ["run"]  # its usage errors are 125
         args = parser.parse_args(argv)
         if not getattr(args, "run", None):
             parser.print_help(sys.stderr)
@@ -288,6 +289,8 @@ def _session(folders: Sequence[str], *, option: str = "FOLDER"):
                              "directory is never used as a root")
         if "\x00" in folder:
             raise UsageError(f"{option} {folder!r} contains a NUL byte")
+        if not folder.strip():
+            raise UsageError(f"{option} is blank: the current directory is never used as a root")
         if not os.path.isabs(folder):
             folder = os.path.abspath(folder)  # an argument the user typed, not a derived root
         if not os.path.isdir(folder):
@@ -392,6 +395,18 @@ def _shell_quote(text: str) -> str:
     return shlex.quote(text)
 
 
+class _VersionAction(argparse.Action):
+    """``--version``: the package metadata is read only when asked (it costs ~0.1 s per start)."""
+
+    def __init__(self, option_strings, dest=argparse.SUPPRESS, default=argparse.SUPPRESS, help=None):
+        super().__init__(option_strings, dest=dest, default=default, nargs=0,
+                         help=help or "show the program's version number and exit")
+
+    def __call__(self, parser, namespace, values, option_string=None) -> None:
+        _write(f"rootguard {_version()}")
+        parser.exit()
+
+
 def _version() -> str:
     from importlib.metadata import PackageNotFoundError, version
 
@@ -407,8 +422,10 @@ class _Parser(argparse.ArgumentParser):
     """Usage errors are one line on stderr and exit 2 (``--json``: an error object too);
     ``rootguard run`` exits 125 instead, leaving 1 and 2 to COMMAND."""
 
+    run_mode = False  # set on the top-level parser when the command is ``run``
+
     def error(self, message: str) -> NoReturn:
-        if self.prog.split()[-1:] == ["run"]:
+        if self.prog.split()[-1:] == ["run"] or self.run_mode:
             print(f"{self.prog}: error: {message}; COMMAND was not run (see {self.prog} --help)", file=sys.stderr)
             sys.exit(EXIT_UNCONFINED)
         print(f"{self.prog}: error: {message} (see {self.prog} --help)", file=sys.stderr)
@@ -420,14 +437,14 @@ class _Parser(argparse.ArgumentParser):
 JSON_HELP = "print the stable JSON object (docs/cli.md) instead of text"
 
 
-def _parser() -> argparse.ArgumentParser:
+def _parser() -> _Parser:
     parser = _Parser(
         prog="rootguard",
         description="Root Guard: keep an AI agent's file access as narrow as you meant it.",
         epilog="Exit codes: 0 success (check: allow), 1 check: deny, 3 check: request, "
                "2 bad input or invalid configuration. See docs/cli.md.",
     )
-    parser.add_argument("--version", action="version", version=f"rootguard {_version()}")
+    parser.add_argument("--version", action=_VersionAction, help="show the version and exit")
     sub = parser.add_subparsers(metavar="COMMAND", parser_class=_Parser)
 
     p = sub.add_parser("roots", help="effective roots of FOLDERs: union, shadowed entries, worktrees",

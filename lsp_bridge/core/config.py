@@ -60,7 +60,6 @@ from lsp_bridge.core.config_files import (  # noqa: F401 - re-exported
     ENV_CONFIG,
     ENV_ROOTS,
     MAX_CONFIG_BYTES,
-    PROJECT_FILE_NAME,
     config_candidates,
     find_project_config,
     read_config_text,
@@ -68,7 +67,7 @@ from lsp_bridge.core.config_files import (  # noqa: F401 - re-exported
 )
 from lsp_bridge.core.diagnostics import Diagnostic
 from lsp_bridge.core.paths import canonical
-from lsp_bridge.core.settings import DENY_ALL, Config, Mount, PathRule
+from lsp_bridge.core.settings import DENY_ALL, PROJECT_FILE_NAME, Config, Mount, PathRule
 from lsp_bridge.core.toml_positions import _error, _shown, parse_toml  # noqa: F401 - re-exported
 
 __all__ = [  # the configuration API, wherever each piece now lives

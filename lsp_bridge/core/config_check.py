@@ -374,6 +374,7 @@ def _check_rule(
         base_dir=anchor[1],
         source=source,
         file=file,
+        is_file=os.path.lexists(anchor[0]) and not os.path.isdir(anchor[0]),  # resolved here, not in rules.py
     )
 
 

@@ -17,13 +17,11 @@ import os
 import stat
 from collections.abc import Mapping
 
-import platformdirs
-
 from lsp_bridge.core.diagnostics import Diagnostic, Range
 from lsp_bridge.core.paths import canonical
+from lsp_bridge.core.settings import PROJECT_FILE_NAME
 from lsp_bridge.core.toml_positions import _error, _shown
 
-PROJECT_FILE_NAME = ".rootguard.toml"
 MAX_CONFIG_BYTES = 1024 * 1024
 ENV_CONFIG = "ROOTGUARD_CONFIG"
 ENV_ROOTS = "ROOTGUARD_ROOTS"
@@ -39,6 +37,8 @@ def user_config_path(env: Mapping[str, str] = os.environ) -> str:
         if not os.path.isabs(expanded):
             raise ValueError(f"{ENV_CONFIG} must be an absolute path, got {_shown(override)}")
         return os.path.normpath(expanded)
+    import platformdirs  # imported here: with ROOTGUARD_CONFIG set, never
+
     return os.path.join(platformdirs.user_config_dir("rootguard"), "config.toml")
 
 

@@ -183,17 +183,22 @@ class GlobSet:
             sorted((a for p in self.patterns for a in compile_pattern(p)), key=lambda a: -a.literal)
         )
 
+        # Every alternative's regexes in one flat list, in the alternatives' order: the first
+        # regex that matches belongs to the first alternative that covers the path (decisions
+        # try these once per path, so a flat loop over bound methods is what they cost).
+        self._flat = tuple((regex.match, a.literal) for a in self.alternatives for regex in a.regexes)
+
     def __bool__(self) -> bool:
         return bool(self.alternatives)
 
     def matches(self, rel: str) -> bool:
-        return any(a.matches(rel) for a in self.alternatives)
+        return self.best(rel) is not None
 
     def best(self, rel: str) -> int | None:
         """The longest literal prefix among the alternatives covering ``rel``, or None."""
-        for alt in self.alternatives:  # sorted: the first match has the longest prefix
-            if alt.matches(rel):
-                return alt.literal
+        for match, literal in self._flat:  # sorted: the first match has the longest prefix
+            if match(rel) is not None:
+                return literal
         return None
 
 

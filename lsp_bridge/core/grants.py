@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import tempfile
 import time
 from collections import Counter
 from collections.abc import Iterable, Mapping
@@ -25,12 +24,12 @@ from tomlkit import TOMLDocument
 from tomlkit.exceptions import TOMLKitError
 from tomlkit.items import AoT
 
+from lsp_bridge.core.atomic import atomic_write
 from lsp_bridge.core.config import parse_text, user_config_path
-from lsp_bridge.core.settings import VERDICTS
+from lsp_bridge.core.settings import PROJECT_FILE_NAME, VERDICTS
 
 POLICY_NAMES = ("read", "write", "delete")
 FIELDS = ("id", "path", "policies", "includes", "excludes", "follow_symlinks", "comment")
-PROJECT_FILE_NAME = ".rootguard.toml"
 
 
 # What an "always" answer grants for each policy a target needs. A write grant
@@ -68,7 +67,7 @@ def write_always_rule(user_config: str, rule_fields: Mapping[str, Any]) -> str:
         raise GrantError(f"{target}: a [[paths]] rule with id {rule_id!r} already exists")
     new_text = _appended(old_text, _rule_text(rule_id, fields))
     _check_result(new_text, old_text, target, rule_id, fields)
-    atomic_write(target, new_text)
+    atomic_write(target, new_text, mode=0o600, dir_mode=0o700)
     return rule_id
 
 
@@ -239,37 +238,3 @@ def _check_result(new_text: str, old_text: str | None, path: str, rule_id: str, 
     if added:
         codes = ", ".join(sorted({code for code, _ in added}))
         raise GrantError(f"{path}: the new rule would make the configuration invalid ({codes}); nothing written")
-
-
-def atomic_write(path: str, text: str) -> None:
-    """Write ``text`` to ``path`` (mode 0600, directory 0700) by a temporary file and ``os.replace``."""
-    directory = os.path.dirname(path)
-    os.makedirs(directory, mode=0o700, exist_ok=True)
-    fd, temp = tempfile.mkstemp(prefix=".config-", suffix=".tmp", dir=directory)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fchmod(handle.fileno(), 0o600)
-            os.fsync(handle.fileno())
-        os.replace(temp, path)
-    except BaseException:
-        try:
-            os.unlink(temp)
-        except FileNotFoundError:
-            pass
-        raise
-    _fsync_dir(directory)
-
-
-def _fsync_dir(directory: str) -> None:
-    try:
-        fd = os.open(directory, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)

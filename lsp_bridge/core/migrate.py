@@ -26,7 +26,6 @@ import stat
 import sys
 import tempfile
 from collections.abc import MutableMapping
-from contextlib import suppress
 from dataclasses import dataclass, field
 from typing import Any, NoReturn
 
@@ -34,6 +33,7 @@ import tomlkit
 from tomlkit import TOMLDocument
 from tomlkit.items import AoT, Array, InlineTable, Table
 
+from lsp_bridge.core.atomic import atomic_write
 from lsp_bridge.core.config import V1_SAFETY_DEFAULTS, parse_text, parse_toml, read_config_text, user_config_path
 from lsp_bridge.core.diagnostics import Diagnostic, has_errors
 from lsp_bridge.core.paths import canonical
@@ -262,20 +262,7 @@ def _rule_text(table: dict[str, Any]) -> str:
 
 
 def _atomic_write(target: str, text: str, mode: int) -> None:
-    """Write ``text`` to ``target`` through a temporary file in the same directory."""
-    directory = os.path.dirname(target)
-    handle, temporary = tempfile.mkstemp(dir=directory, prefix=f".{os.path.basename(target)}.", suffix=".tmp")
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8", newline="") as stream:
-            stream.write(text)
-            stream.flush()
-            os.fsync(stream.fileno())
-        os.chmod(temporary, stat.S_IMODE(mode))
-        os.replace(temporary, target)
-    except BaseException:
-        with suppress(FileNotFoundError):
-            os.unlink(temporary)
-        raise
+    atomic_write(target, text, mode=stat.S_IMODE(mode))
 
 
 def _backup_path(path: str, text: str) -> tuple[str, bool]:

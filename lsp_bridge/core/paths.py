@@ -140,6 +140,10 @@ class PrefixIndex(Generic[V]):
                     found.append((key[:length], value))
         return found
 
+    def keys(self) -> frozenset[str]:
+        """Every indexed directory (folded)."""
+        return frozenset(self._map)
+
     def nearest(self, key: str) -> V | None:
         size = len(key)
         get = self._map.get

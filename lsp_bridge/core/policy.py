@@ -45,18 +45,17 @@ from collections.abc import Container, Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from lsp_bridge.core.paths import fold, is_within, realpath
+from lsp_bridge.core.paths import CASE_INSENSITIVE, fold, is_within, realpath
 from lsp_bridge.core.protected import ProtectedAreas, default_areas, protected_reason
-from lsp_bridge.core.rules import RuleSet
+from lsp_bridge.core.rules import CompiledRule, RuleSet
 from lsp_bridge.core.scope import Scope
-from lsp_bridge.core.settings import Config, PathRule
+from lsp_bridge.core.settings import STRICTNESS, Config, PathRule, Verdict
 
 _ = PathRule  # re-exported for callers building rules
 
 OPERATIONS = ("read", "write", "delete", "rename", "metadata")
 _NEEDS = {"read": "read", "write": "write", "metadata": "write", "delete": "delete"}
 _MUTATING = {"write", "metadata", "delete", "rename"}
-_STRICTNESS = {"allow": 0, "request": 1, "deny": 2}
 
 
 class PolicyInputError(ValueError):
@@ -65,7 +64,7 @@ class PolicyInputError(ValueError):
 
 @dataclass(frozen=True)
 class Decision:
-    decision: str  # allow | request | deny
+    decision: Verdict
     path: str  # canonical
     op: str
     rule: str | None
@@ -99,7 +98,7 @@ class Part:
     need: str  # read | write | delete
     path: str  # canonical
     decision: Decision  # the engine's decision for this need
-    verdict: str  # after session grants: a granted ``request`` is ``allow``
+    verdict: Verdict  # after session grants: a granted ``request`` is ``allow``
 
 
 @dataclass(frozen=True)
@@ -108,7 +107,7 @@ class ItemDecision:
 
     decision: Decision  # for several needs: the strictest; for a rename: the whole rename
     parts: tuple[Part, ...]
-    verdict: str  # allow | request | deny, after session grants
+    verdict: Verdict  # after session grants
     reason: str
 
     @property
@@ -119,7 +118,7 @@ class ItemDecision:
 
 @dataclass(frozen=True)
 class BatchDecision:
-    decision: str
+    decision: Verdict
     items: tuple[Decision, ...]
     reason: str
     results: tuple[ItemDecision, ...] = ()
@@ -194,6 +193,17 @@ class Policy:
         self._given = tuple(
             (os.path.normpath(e.given), e.path) for e in scope.union.entries if os.path.normpath(e.given) != e.path
         )
+        # Every folded path something is anchored on: a child of a directory that is none of these
+        # is decided by its directory's anchors (``decide_children``).
+        anchored: set[str] = set(self._request_checkouts)
+        anchored.update(fold(e.path) for e in scope.union.entries)
+        anchored.update(fold(e.path) for e in scope.approval_only.entries)
+        for root, ruleset in self._roots:
+            anchored.add(fold(root))
+            anchored.update(ruleset.anchors)
+            anchored.update(ruleset.protected)
+        self._anchored = frozenset(anchored)
+        self._slots: dict[tuple[str, str], _Slot] = {}
 
     def rulesets(self) -> list[RuleSet]:
         """Each distinct rule set in force (one per project file), in root order."""
@@ -288,7 +298,7 @@ class Policy:
         if span:
             return Decision("deny", src.path, "rename", None, span, None, src.root, dst)
         pool = [src, dst] + [d for need, d in parts[2:]]
-        worst = max(pool, key=lambda d: _STRICTNESS[d.decision])
+        worst = max(pool, key=lambda d: STRICTNESS[d.decision])
         if worst is not src and worst is not dst:
             reason = worst.reason
             return Decision(worst.decision, src.path, "rename", worst.rule, reason, worst.rule_source, src.root, dst)
@@ -315,7 +325,7 @@ class Policy:
                     verdict, rule = "deny", lrule
                     reason = f"{link} is a symbolic link and the rule governing it does not set follow_symlinks"
                     break
-                if _STRICTNESS[lv] > _STRICTNESS[verdict]:
+                if STRICTNESS[lv] > STRICTNESS[verdict]:
                     verdict, rule, reason = lv, lrule, f"through the symbolic link {link}: {lreason}"
         if need == "read" and verdict != "deny" and target.inode is not None and target.nlink > 1:
             why = self.hardlinks.denied(target.inode, target.canonical)
@@ -383,29 +393,134 @@ class Policy:
         else:
             target = self._as_target(path)
             pieces = [(_NEEDS[o], self.decide_target(o, target)) for o in ops]
-            whole = max((d for _, d in pieces), key=lambda d: _STRICTNESS[d.decision])
+            whole = max((d for _, d in pieces), key=lambda d: STRICTNESS[d.decision])
         parts = tuple(
             Part(need, d.path, d, "allow" if d.decision == "request" and (need, d.path) in granted else d.decision)
             for need, d in pieces
         )
         asked = [p for p in parts if p.decision.decision == "request"]
-        explained = max(_STRICTNESS[p.decision.decision] for p in parts) == _STRICTNESS[whole.decision]
+        explained = max(STRICTNESS[p.decision.decision] for p in parts) == STRICTNESS[whole.decision]
         if whole.decision == "request" and asked and explained and all(p.verdict == "allow" for p in asked):
             return ItemDecision(whole, parts, "allow", f"allowed for this session earlier ({whole.reason})")
         return ItemDecision(whole, parts, whole.decision, whole.reason)
 
     def decide_granted(self, op: str, target: Target, granted: Container[tuple[str, str]] = ()) -> str:
-        """The verdict for one resolved path after session grants (listings filter with it)."""
+        """The verdict for one resolved path after session grants (listings and searches filter with it).
+
+        The compiled fast path: a target with no link on the way is decided
+        from its directory's anchors (``_slot``, kept per directory), as
+        ``decide_children`` decides a listing; anything else, and any child the
+        fast path cannot vouch for, takes the full engine. Same answers:
+        ``tests/test_policy_children.py``.
+        """
+        if not target.links and not target.loop and op in _NEEDS:
+            path = target.canonical
+            parent, _, name = path.rpartition(os.sep)
+            if parent and name:
+                slot = self._slots.get((parent, op)) or self._slot(parent, op)
+                verdict = self._fast_verdict(op, path, slot, target.nlink)
+                if verdict is not None:
+                    if verdict == "request" and (_NEEDS[op], path) in granted:
+                        return "allow"
+                    return verdict
         return self._decide_item((op, target), granted).verdict
+
+    def _slot(self, directory: str, op: str) -> _Slot:
+        """What deciding ``op`` on a child of canonical ``directory`` needs, computed once per directory."""
+        slot = self._slots.get((directory, op))
+        if slot is None:
+            if len(self._slots) >= _MAX_SLOTS:
+                self._slots.clear()
+            need = _NEEDS[op]
+            _, ruleset = self.select(directory)
+            candidates, globbed = ruleset.child_candidates(fold(directory), need)
+            fixed = None if globbed else ruleset.child_winner("", candidates)
+            slot = self._slots[(directory, op)] = _Slot(ruleset, candidates, globbed, fixed, {})
+        return slot
+
+    def _fast_verdict(self, op: str, path: str, slot: _Slot, nlink: int = 1) -> Verdict | None:
+        """The engine's verdict for child ``path`` from its directory's slot, None when the child needs
+        the full engine: it is an anchor itself, a protected target of a mutation, or a read of a file
+        with several hard links."""
+        key = path.casefold() if CASE_INSENSITIVE else path  # fold(), inlined: this runs per decision
+        if key in self._anchored:
+            return None
+        need = _NEEDS[op]
+        if need == "read":
+            if nlink > 1:
+                return None
+        elif op in _MUTATING and protected_reason(path, self.areas):
+            return None
+        win = slot.ruleset.child_winner(key, slot.candidates) if slot.globbed else slot.fixed
+        mark = (id(win[0]), win[1]) if win is not None else None
+        verdict = slot.memo.get(mark)
+        if verdict is None:
+            verdict = slot.memo[mark] = self._point(win, path, need, slot.ruleset, op)[0]
+        return verdict
+
+    def decide_children(
+        self, op: str, directory: str, names: Iterable[str], granted: Container[tuple[str, str]] = (),
+        files: Sequence[tuple[tuple[int, int] | None, int]] | None = None,
+    ) -> list[Verdict]:
+        """``decide_granted(op, Target(directory/name), granted)`` for each plain entry of a directory.
+
+        ``directory`` is canonical and every name is an entry that is not a
+        symbolic link (a listing's files and directories), so each child's
+        canonical path is ``directory/name`` with no link on the way. A child
+        that is itself an anchor (a rule, a union entry, a root, a protected
+        file, a sibling checkout) takes the full engine; every other child
+        matches exactly its directory's anchors, so only their globs are tried
+        per name, and the rest of the decision (baseline, approval-only areas,
+        sibling checkouts) is the directory's, computed once per winning rule.
+        Two checks depend on the child itself and send it to the full engine:
+        a mutation of a protected target (``protected_reason``: ``.git``,
+        ``.envrc``...), and a read of a regular file with several hard links
+        (``files`` gives each name's ``(inode, nlink)`` as ``inspect`` would).
+        Listings use this: one directory of 1,000 entries costs one lookup of
+        the anchors, not 1,000. ``tests/test_policy_children.py`` checks it
+        against the full engine.
+        """
+        if op not in _NEEDS:
+            raise PolicyInputError(f"unknown operation {op!r} for a listing")
+        need = _NEEDS[op]
+        base = directory if directory.endswith(os.sep) else directory + os.sep
+        slot = self._slot(directory.rstrip(os.sep) or os.sep, op)
+        verdicts = []
+        for index, name in enumerate(names):
+            path = base + name
+            inode, nlink = files[index] if files is not None else (None, 1)
+            verdict = None
+            if name and os.sep not in name and name not in (".", ".."):
+                verdict = self._fast_verdict(op, path, slot, nlink)
+            if verdict is None:
+                verdicts.append(self._decide_item((op, Target(path, inode=inode, nlink=nlink)), granted).verdict)
+                continue
+            if verdict == "request" and (need, path) in granted:
+                verdict = "allow"
+            verdicts.append(verdict)
+        return verdicts
 
     def _as_target(self, path: str | Target) -> Target:
         return path if isinstance(path, Target) else self.resolve(path)
 
     # -- internals -----------------------------------------------------------
 
-    def _decide_point(self, path: str, need: str, ruleset: RuleSet, op: str) -> tuple[str, PathRule | None, str]:
+    def _decide_point(self, path: str, need: str, ruleset: RuleSet, op: str) -> tuple[Verdict, PathRule | None, str]:
+        return self._point(ruleset.winner(fold(path), need), path, need, ruleset, op)
+
+    def _point(
+        self, win: tuple[CompiledRule, Verdict] | None, path: str, need: str, ruleset: RuleSet, op: str
+    ) -> tuple[Verdict, PathRule | None, str]:
+        """The decision at ``path`` once its winning rule is known.
+
+        ``decide_children`` reuses one answer for every non-anchored child of a
+        directory with the same winner: ``path`` may enter here only through
+        lookups keyed by anchors in ``self._anchored`` (union entries, approval
+        areas, sibling checkouts, protected files) and through
+        ``protected_reason``, which ``decide_children`` asks per child. A new
+        path-dependent check must be added there too.
+        """
         key = fold(path)
-        win = ruleset.winner(key, need)
         if win is not None:
             compiled, verdict = win
             rule = compiled.rule
@@ -456,6 +571,20 @@ class Policy:
         return f"the call spans roots whose policies differ ({roots}); split it per root"
 
 
+_MAX_SLOTS = 4096  # directories whose fast-path slot is kept (the policy is rebuilt when anything changes)
+
+
+@dataclass
+class _Slot:
+    """One directory's share of every child's decision for one operation (``Policy._slot``)."""
+
+    ruleset: RuleSet
+    candidates: list[tuple[CompiledRule, Verdict, int, tuple[int, ...] | None]]
+    globbed: bool
+    fixed: tuple[CompiledRule, Verdict] | None
+    memo: dict[tuple[int, str] | None, Verdict]
+
+
 def _squash_slashes(path: str) -> str:
     """Drop empty and ``.`` components (always safe); keep ``..`` (never safe lexically)."""
     parts = [p for p in path.split(os.sep) if p not in ("", ".")]
@@ -471,7 +600,7 @@ def _below(path: str, ancestor: str) -> str:
 
 
 def rule_verdict(rule: PathRule, need: str) -> str | None:
-    verdict: str | None = getattr(rule, need)
+    verdict: Verdict | None = getattr(rule, need)
     return verdict
 
 

@@ -25,8 +25,8 @@ import os
 from dataclasses import dataclass
 
 from lsp_bridge.core.paths import fold, is_within
+from lsp_bridge.core.settings import PROJECT_FILE_NAME
 
-PROJECT_FILE_NAME = ".rootguard.toml"
 _AUTORUN_FILES = {(".vscode", "settings.json"), (".vscode", "tasks.json"), (".vscode", "launch.json")}
 _AUTORUN_NAMES = {".envrc"}
 _AUTORUN_DIRS = {".devcontainer", ".husky"}

@@ -94,10 +94,7 @@ def resolve(project_root: str, relative_path: str, *, for_read: bool = False, ou
             relative_path,
             f"relative path must be a string, got {type(relative_path).__name__}",
         )
-    _check_text(relative_path, relative_path, "")
-    decoded = unquote(relative_path)
-    if decoded != relative_path:
-        _check_text(decoded, relative_path, " after percent-decoding")
+    decoded = checked_text(relative_path)
     root = _canonical_root(project_root, relative_path)
     parts = [part for part in decoded.split("/") if part not in ("", ".")]
     lexical = os.path.join(root, *parts)
@@ -129,6 +126,19 @@ def resolve(project_root: str, relative_path: str, *, for_read: bool = False, ou
         traversed_symlink=lexical != canonical,
         outside=escaped,
     )
+
+
+def checked_text(relative_path: str) -> str:
+    """The decoded spelling of ``relative_path`` after the textual checks ``resolve`` makes first.
+
+    Raises ``ResolveError`` like ``resolve``; listings run it on each entry's
+    name so a name ``resolve`` would refuse is refused on the fast path too.
+    """
+    _check_text(relative_path, relative_path, "")
+    decoded = unquote(relative_path)
+    if decoded != relative_path:
+        _check_text(decoded, relative_path, " after percent-decoding")
+    return decoded
 
 
 def resolve_in_projects(

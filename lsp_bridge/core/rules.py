@@ -19,9 +19,8 @@ from dataclasses import dataclass
 from lsp_bridge.core.globs import GlobSet, literal_prefix
 from lsp_bridge.core.paths import PrefixIndex, depth, fold, is_within, relative_to
 from lsp_bridge.core.scope import Scope
-from lsp_bridge.core.settings import Config, PathRule
+from lsp_bridge.core.settings import STRICTNESS, Config, PathRule, Verdict
 
-_STRICTNESS = {"allow": 0, "request": 1, "deny": 2}
 Specificity = tuple[int, int, int]
 _ = literal_prefix  # re-exported
 # Sources whose rules form the floor a project file cannot loosen (PRODUCT.md "Layering").
@@ -55,8 +54,8 @@ class CompiledRule:
         length = self.includes.best(rel)
         return None if length is None else (0, self.anchor_depth, length)
 
-    def verdict(self, need: str) -> str | None:
-        verdict: str | None = getattr(self.rule, need)
+    def verdict(self, need: str) -> Verdict | None:
+        verdict: Verdict | None = getattr(self.rule, need)
         if verdict == "allow" and self.reduced:
             return "request"
         return verdict
@@ -70,7 +69,7 @@ class RuleSet:
         self.protected = frozenset(fold(p) for p in config.files)
         by_anchor: dict[str, list[CompiledRule]] = {}
         for rule in config.paths:
-            exact = not rule.includes and os.path.lexists(rule.anchor) and not os.path.isdir(rule.anchor)
+            exact = rule.is_file and not rule.includes  # resolved when loading: compilation reads no disk
             excludes = GlobSet(rule.excludes)
             includes = GlobSet(rule.includes)
             for anchor in self._anchors(rule, scope):
@@ -96,11 +95,62 @@ class RuleSet:
                     anchors.append(remapped)
         return anchors
 
-    def winner(self, key: str, need: str) -> tuple[CompiledRule, str] | None:
+    @property
+    def anchors(self) -> frozenset[str]:
+        """Every folded anchor a rule sits on."""
+        return self._index.keys()
+
+    def child_candidates(
+        self, dkey: str, need: str
+    ) -> tuple[list[tuple[CompiledRule, Verdict, int, tuple[int, ...] | None]], bool]:
+        """The rules that can decide ``need`` for a child of folded directory ``dkey``.
+
+        Valid only for a child that is not itself an anchor (``anchors``): its
+        matching anchors are then exactly the directory's. Each candidate is
+        (rule, verdict, where the child's relative path starts in its key, rank or
+        None when the rank depends on the child's name); the flag says whether any
+        rank depends on the name. Same order as ``winner`` so ties go the same way.
+        """
+        found: list[tuple[CompiledRule, Verdict, int, tuple[int, ...] | None]] = []
+        globbed = False
+        if not self._index:
+            return found, globbed
+        for probe, candidates in self._index.matches(dkey):
+            offset = len(probe) + (0 if probe.endswith(os.sep) else 1)
+            for compiled in candidates:
+                verdict = compiled.verdict(need)
+                if verdict is None or compiled.exact:  # an exact rule matches only its anchor, never a child
+                    continue
+                if compiled.includes or compiled.excludes:
+                    found.append((compiled, verdict, offset, None))
+                    globbed = True
+                else:
+                    found.append((compiled, verdict, offset, (0, compiled.anchor_depth, 0, STRICTNESS[verdict])))
+        return found, globbed
+
+    @staticmethod
+    def child_winner(
+        key: str, candidates: list[tuple[CompiledRule, Verdict, int, tuple[int, ...] | None]]
+    ) -> tuple[CompiledRule, Verdict] | None:
+        """``winner`` for a child key from its directory's ``child_candidates``."""
+        best = None
+        best_rank = None
+        for compiled, verdict, offset, rank in candidates:
+            if rank is None:
+                spec = compiled.specificity(key[offset:])
+                if spec is None:
+                    continue
+                rank = (*spec, STRICTNESS[verdict])
+            if best_rank is None or rank > best_rank:
+                best, best_rank = (compiled, verdict), rank
+        return best
+
+    def winner(self, key: str, need: str) -> tuple[CompiledRule, Verdict] | None:
         """The most specific rule deciding ``need`` for folded path ``key``."""
         if not self._index:
             return None
-        best = floor = None
+        best: tuple[CompiledRule, Verdict] | None = None
+        floor: tuple[CompiledRule, Verdict] | None = None
         best_rank = floor_rank = None
         for probe, candidates in self._index.matches(key):
             rel = "" if probe == key else key[len(probe) + (0 if probe.endswith(os.sep) else 1):]
@@ -111,12 +161,12 @@ class RuleSet:
                 spec = compiled.specificity(rel)
                 if spec is None:
                     continue
-                rank = (*spec, _STRICTNESS[verdict])
+                rank = (*spec, STRICTNESS[verdict])
                 if best_rank is None or rank > best_rank:
                     best, best_rank = (compiled, verdict), rank
                 if compiled.rule.source in FLOOR_SOURCES and (floor_rank is None or rank > floor_rank):
                     floor, floor_rank = (compiled, verdict), rank
         if best is not None and floor is not None and best[0].rule.source not in FLOOR_SOURCES:
-            if _STRICTNESS[floor[1]] > _STRICTNESS[best[1]]:
+            if STRICTNESS[floor[1]] > STRICTNESS[best[1]]:
                 return floor  # the user file is a floor for the project file
         return best

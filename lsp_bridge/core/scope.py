@@ -22,7 +22,6 @@ Nothing here reads the process's current directory.
 from __future__ import annotations
 
 import os
-import tempfile
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -163,6 +162,8 @@ def _v1_widening(config: Config, diagnostics: list[Diagnostic]) -> list[Candidat
                                       if config.safety_source == "project" else config.user_file))
         return [Candidate(os.sep, "any-path", "version 1 [safety] allow_any_path = true")]
     if config.allow_temp_directory:
+        import tempfile
+
         return [Candidate(tempfile.gettempdir(), "temp", "version 1 allows the OS temporary directory")]
     return []
 

@@ -12,12 +12,15 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from lsp_bridge.core.config import ConfigKeeper, config_candidates
 from lsp_bridge.core.diagnostics import Diagnostic
-from lsp_bridge.core.policy import Policy
 from lsp_bridge.core.scope import Scope, build_scope
 from lsp_bridge.core.settings import DENY_ALL, Config
+
+if TYPE_CHECKING:  # compiled on first use: the language server's first status needs no policy
+    from lsp_bridge.core.policy import Policy
 
 
 @dataclass
@@ -29,7 +32,8 @@ class Session:
     _keepers: dict[str, ConfigKeeper] = field(default_factory=dict)
     _extra: dict[str, ConfigKeeper] = field(default_factory=dict)  # roots that are not folders
     scope: Scope | None = None
-    policy: Policy | None = None
+    _policy: Policy | None = field(default=None, repr=False)
+    _policy_configs: list[tuple[str, Config]] = field(default_factory=list, repr=False)
 
     def set_folders(self, folders: Sequence[str]) -> None:
         self.folders = tuple(folders)
@@ -80,7 +84,20 @@ class Session:
         configs = self.configs() or [("/", DENY_ALL)]
         first = configs[0][1]
         self.scope = build_scope(self.folders, first)
-        self.policy = Policy(self.scope, configs + self._root_configs())
+        self._policy_configs = configs + self._root_configs()
+        self._policy = None
+
+    @property
+    def policy(self) -> Policy:
+        """The engine for the current scope and configurations, compiled on first use."""
+        if self._policy is None:
+            from lsp_bridge.core.policy import Policy
+
+            if self.scope is None:
+                self.rebuild()
+            assert self.scope is not None  # rebuild() sets it
+            self._policy = Policy(self.scope, self._policy_configs or [("/", DENY_ALL)])
+        return self._policy
 
     def _root_configs(self) -> list[tuple[str, Config]]:
         """Every root loads its own configuration, wherever it came from (ROOTGUARD_ROOTS,

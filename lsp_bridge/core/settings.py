@@ -15,7 +15,9 @@ Verdict = Literal["allow", "request", "deny"]
 WorktreeMode = Literal["include", "request", "ignore"]
 Source = Literal["builtin", "user", "project", "environment", "session"]
 
+PROJECT_FILE_NAME = ".rootguard.toml"  # the project file's one name (config, grants, the language server)
 VERDICTS: tuple[str, ...] = ("allow", "request", "deny")
+STRICTNESS: dict[str, int] = {"allow": 0, "request": 1, "deny": 2}  # equal specificity: the stricter wins
 WORKTREE_MODES: tuple[str, ...] = ("include", "request", "ignore")
 DEFAULT_APPROVAL_TIMEOUT = 30.0
 
@@ -43,6 +45,7 @@ class PathRule:
     base_dir: str | None = None
     source: Source = "user"
     file: str | None = None
+    is_file: bool = False  # the anchor was a file (not a directory) when the configuration was loaded
 
     @property
     def relative(self) -> bool:

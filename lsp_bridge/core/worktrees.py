@@ -4,9 +4,8 @@
 (directory or file), follows it, and lists every checkout of that repository:
 the main worktree and all linked worktrees (``<common>/worktrees/*``). It only
 reads small files and stats directories, so it is cheap enough to run on every
-workspace change. ``locate_with_fallback`` asks ``git rev-parse`` when native
-discovery cannot decide; ``sibling_worktrees`` gives the checkouts a scope
-builder may add as roots.
+workspace change; it never runs git. ``sibling_worktrees`` gives the checkouts
+a scope builder may add as roots.
 
 Choices (the contract):
 
@@ -18,8 +17,8 @@ Choices (the contract):
   ``found`` (``location`` set), ``none`` (no repository above the folder),
   ``refused`` (a ``.git`` was found but is not trusted: an error diagnostic
   says why, nothing is widened, the walk does not continue upward), or
-  ``undecided`` (unreadable files or an unknown layout: only then may
-  ``locate_with_fallback`` ask git).
+  ``undecided`` (unreadable files or an unknown layout: nothing is added, as
+  for ``none``; git is never asked to decide instead).
 * A ``.git`` *file* is followed only when the target points back at it: a linked
   worktree's admin dir must hold a ``gitdir`` file naming this ``.git`` file
   (absolute, or relative to the admin dir as git >= 2.48 writes it), and must
@@ -53,11 +52,11 @@ Choices (the contract):
   answer exactly as for a fresh one ("the cache" below says why).
   ``clear_cache()`` forgets everything; ``cache_info()`` counts hits.
 
-For a scope builder: ``d = locate_with_fallback(folder)``; ``d.toplevel`` is
-the folder's checkout (``None`` without one); ``sibling_worktrees(d.location)``
-the extra roots; ``sibling_checkouts`` the same entries with their
-locked / prunable / missing flags; ``d.diagnostics`` what to show;
-``d.degraded`` whether git, not the files, decided.
+For a scope builder (``scope.py`` does this): ``d = locate(folder)``;
+``d.toplevel`` is the folder's checkout (``None`` without one);
+``sibling_worktrees(d.location)`` the extra roots; ``sibling_checkouts`` the
+same entries with their locked / prunable / missing flags; ``d.diagnostics``
+what to show.
 """
 
 from __future__ import annotations
@@ -65,10 +64,9 @@ from __future__ import annotations
 import errno
 import os
 import stat
-import subprocess
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from functools import lru_cache
 from typing import Literal, NamedTuple
 
@@ -994,88 +992,3 @@ def sibling_worktrees(location: GitLocation) -> list[str]:
         for w in sibling_checkouts(location)
         if not (w.missing or w.prunable) and _too_wide(w.path, home) is None
     ]
-
-
-# --- fallback: ask git, off the hot path --------------------------------------
-
-
-def locate_with_fallback(folder: str, git: str = "git", timeout: float = 5.0) -> Discovery:
-    """``locate``, then ``git rev-parse`` when native discovery is undecided.
-
-    The git answer is marked degraded and kept narrow: the folder's own
-    toplevel only, no main worktree besides it, no linked worktrees. Refused
-    results are final: git is never asked to overrule a refusal.
-    """
-    found = locate(folder)
-    if not found.undecided:
-        return found
-    reason = "; ".join(d.message for d in found.diagnostics if d.severity != "information")
-    try:
-        answer = _ask_git(found.folder, git, timeout)
-    except _GitFailed as err:
-        note = Diagnostic("warning", "git.fallback-failed", f"git fallback for {found.folder}: {err}", found.folder)
-        return replace(found, diagnostics=(*found.diagnostics, note))
-    if answer is None:
-        note = Diagnostic("information", "git.fallback-none", f"git finds no repository at {found.folder}", found.folder)
-        return Discovery(found.folder, "none", None, (*found.diagnostics, note))
-    note = Diagnostic(
-        "warning", "git.degraded",
-        f"{found.folder}: repository found by git, not by reading .git; siblings are not added",
-        found.folder,
-    )
-    diagnostics = (*found.diagnostics, note)
-    location = replace(answer, degraded=reason or "native discovery undecided", diagnostics=diagnostics)
-    return Discovery(found.folder, "found", location, diagnostics)
-
-
-class _GitFailed(Exception):
-    pass
-
-
-def _git_env() -> dict[str, str]:
-    """The environment without GIT_* variables that could redirect discovery."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
-    env.update(GIT_OPTIONAL_LOCKS="0", LC_ALL="C")
-    return env
-
-
-def _run_git(folder: str, git: str, timeout: float, *args: str) -> subprocess.CompletedProcess[str]:
-    try:
-        return subprocess.run(
-            [git, "-C", folder, "rev-parse", *args],
-            capture_output=True, text=True, timeout=timeout,
-            stdin=subprocess.DEVNULL, env=_git_env(), check=False,
-        )
-    except (OSError, subprocess.SubprocessError) as err:
-        raise _GitFailed(_why(err) if isinstance(err, OSError) else type(err).__name__) from None
-
-
-def _ask_git(folder: str, git: str, timeout: float) -> GitLocation | None:
-    done = _run_git(
-        folder, git, timeout,
-        "--path-format=absolute", "--git-common-dir", "--git-dir",
-        "--is-bare-repository", "--is-inside-work-tree",
-    )
-    if done.returncode != 0:
-        if "not a git repository" in done.stderr:
-            return None
-        raise _GitFailed(f"git rev-parse exited with status {done.returncode}")
-    lines = done.stdout.splitlines()
-    if len(lines) != 4 or not all(os.path.isabs(p) for p in lines[:2]):
-        raise _GitFailed("unexpected git rev-parse output")
-    common, git_dir = canonical(lines[0]), canonical(lines[1])
-    bare, inside = lines[2] == "true", lines[3] == "true"
-    top = _git_toplevel(folder, git, timeout) if inside else None
-    if top is not None and not is_within(fold(folder), fold(top)):
-        top = None
-    kind: Kind = "bare" if bare else ("linked" if not _same(common, git_dir) else "main")
-    main = top if kind == "main" else None
-    return GitLocation(folder, top, git_dir, common, kind, main, ())
-
-
-def _git_toplevel(folder: str, git: str, timeout: float) -> str | None:
-    done = _run_git(folder, git, timeout, "--show-toplevel")
-    line = done.stdout.strip()
-    if done.returncode != 0 or not os.path.isabs(line):
-        return None
-    return canonical(line)

@@ -20,6 +20,7 @@ import threading
 from collections.abc import Callable
 from typing import TypeVar
 
+from lsp_bridge.core.git import git_env
 from lsp_bridge.inventory.model import Renamed
 from lsp_bridge.inventory.secrets import is_credential_name
 
@@ -158,19 +159,13 @@ def _in_background(function: Callable[..., T], *args: object) -> Callable[[], T 
     return wait
 
 
-def _git_env() -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
-    env.update({"GIT_OPTIONAL_LOCKS": "0", "GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C"})
-    return env
-
-
 def _git(common: str, *args: str, data: bytes | None = None) -> bytes | None:
     """Run a read-only git command against ``common``; None on any failure."""
     command = ["git", f"--git-dir={common}", "-c", "core.fsmonitor=false",
                "-c", "log.showSignature=false", *args]
     try:
         with _GIT_SLOTS:
-            result = subprocess.run(command, input=data, capture_output=True, env=_git_env(),
+            result = subprocess.run(command, input=data, capture_output=True, env=git_env(),
                                     timeout=GIT_TIMEOUT, check=False)
     except (OSError, subprocess.SubprocessError):
         return None

@@ -13,6 +13,7 @@ import os
 import re
 import stat
 import threading
+from typing import Any
 
 MAX_SCAN_BYTES = 1 << 20  # larger files are judged by name only
 _SNIFF_BYTES = 8192
@@ -106,11 +107,17 @@ def _detectors() -> tuple:
     if _loaded_detectors is None:
         with _loading:  # a second caller waits for the first instead of importing twice
             if _loaded_detectors is None:
-                try:
-                    _loaded_detectors = tuple(_detect_secrets_plugins())
-                except ImportError:
-                    _loaded_detectors = (_Fallback(),)
+                _loaded_detectors = _cached_detectors() or _imported_detectors()
     return _loaded_detectors
+
+
+def _imported_detectors() -> tuple:
+    try:
+        found = tuple(_detect_secrets_plugins())
+    except ImportError:
+        return (_Fallback(),)
+    _save_cache(found)
+    return found
 
 
 def _detect_secrets_plugins():
@@ -131,6 +138,139 @@ def _detect_secrets_plugins():
                 and name not in _EXCLUDED_PLUGINS
             ):
                 yield cls()
+
+
+# ---------------------------------------------------------------- the detectors without the import
+#
+# Importing detect-secrets costs more than a whole inventory: its package and its plugins'
+# base module pull in its scanner, filters and an HTTP stack (requests, urllib3) that counting
+# never uses. What counting uses is each regex plugin's ``denylist``. After the first import,
+# the patterns are kept in the user's cache directory, keyed by the size and modification time
+# of every file of the installed plugins package (an upgrade or an edit invalidates it), and
+# later processes compile them without importing anything. A plugin with its own
+# ``analyze_string`` (the JWT one validates what its regex found) is run for real, imported
+# only when its regex finds something on a line: the answer is always the plugin's.
+
+_CACHE_FORMAT = 1
+
+
+def _plugins_signature() -> list | None:
+    """(name, size, mtime) of every file of detect_secrets/plugins, found without importing it."""
+    import importlib.util
+
+    try:
+        spec = importlib.util.find_spec("detect_secrets")
+    except (ImportError, ValueError):
+        return None
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    folder = os.path.join(list(spec.submodule_search_locations)[0], "plugins")
+    try:
+        with os.scandir(folder) as it:
+            files = sorted([e.name, e.stat().st_size, e.stat().st_mtime_ns] for e in it if e.name.endswith(".py"))
+    except OSError:
+        return None
+    import sys
+
+    return [_CACHE_FORMAT, sys.version, folder, sorted(_EXCLUDED_PLUGINS), files]
+
+
+def _cache_path() -> str | None:
+    try:
+        import platformdirs
+    except ImportError:  # pragma: no cover - a dependency
+        return None
+    return os.path.join(platformdirs.user_cache_dir("rootguard"), "detect-secrets-patterns.json")
+
+
+def _cached_detectors() -> tuple | None:
+    """The detectors from the validated pattern cache, or None (no cache, stale, unreadable)."""
+    import json
+
+    path = _cache_path()
+    if path is None:
+        return None
+    try:
+        with open(path, encoding="utf-8") as handle:
+            data = json.load(handle)
+        if data.get("signature") != _plugins_signature():
+            return None
+        detectors: list = []
+        for item in data["detectors"]:
+            patterns = tuple(re.compile(text, flags) for text, flags in item["patterns"])
+            if item["plain"]:
+                detectors.append(_CachedRegexDetector(patterns))
+            else:
+                detectors.append(_DeferredDetector(item["module"], item["class"], patterns))
+        return tuple(detectors) if detectors else None
+    except (OSError, ValueError, KeyError, TypeError, re.error):
+        return None
+
+
+def _save_cache(detectors: tuple) -> None:
+    import json
+
+    path = _cache_path()
+    signature = _plugins_signature()
+    if path is None or signature is None:
+        return
+    from detect_secrets.plugins.base import RegexBasedDetector
+
+    items = []
+    for detector in detectors:
+        cls = type(detector)
+        items.append({
+            "module": cls.__module__, "class": cls.__name__,
+            "plain": cls.analyze_string is RegexBasedDetector.analyze_string,
+            "patterns": [[p.pattern, p.flags] for p in detector.denylist],
+        })
+    try:
+        os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
+        temp = f"{path}.{os.getpid()}.tmp"
+        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0), 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            json.dump({"signature": signature, "detectors": items}, handle)
+        os.replace(temp, path)
+    except OSError:
+        pass  # no cache: the next process imports again
+
+
+class _CachedRegexDetector:
+    """detect-secrets' ``RegexBasedDetector.analyze_string`` over cached patterns."""
+
+    __slots__ = ("denylist",)
+
+    def __init__(self, denylist: tuple) -> None:
+        self.denylist = denylist
+
+    def analyze_string(self, string: str):
+        for regex in self.denylist:
+            for match in regex.findall(string):
+                if isinstance(match, tuple):
+                    yield from filter(bool, match)
+                else:
+                    yield match
+
+
+class _DeferredDetector:
+    """A plugin with its own ``analyze_string``: imported and asked only when its regex matches.
+
+    The plugin's ``analyze_string`` only ever yields what its ``denylist``
+    found (it filters, never adds), so no regex match means no finding.
+    """
+
+    def __init__(self, module: str, name: str, denylist: tuple) -> None:
+        self.module, self.name, self.denylist = module, name, denylist
+        self._real: Any = None
+
+    def analyze_string(self, string: str):
+        if not any(regex.search(string) for regex in self.denylist):
+            return
+        if self._real is None:
+            import importlib
+
+            self._real = getattr(importlib.import_module(self.module), self.name)()
+        yield from self._real.analyze_string(string)
 
 
 class _Fallback:

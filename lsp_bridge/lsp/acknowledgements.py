@@ -17,7 +17,7 @@ from contextlib import contextmanager
 
 from lsp_bridge.core import acknowledged
 from lsp_bridge.core.acknowledged import Acknowledgement
-from lsp_bridge.core.grants import atomic_write
+from lsp_bridge.core.atomic import atomic_write
 
 log = logging.getLogger("rootguard.lsp.acknowledged")
 FILE_NAME = "acknowledged.json"
@@ -58,7 +58,7 @@ class AcknowledgementStore:
     def acknowledge(self, folders: Iterable[str], union: Sequence[str], when: float) -> None:
         with self._locked():
             records = acknowledged.acknowledge(self.load(), folders, union, when)
-            atomic_write(self.path, acknowledged.render(records))
+            atomic_write(self.path, acknowledged.render(records), dir_mode=0o700)
 
     @contextmanager
     def _locked(self):
@@ -77,5 +77,5 @@ def write_report(session: str, text: str) -> str:
 
     directory = os.path.join(platformdirs.user_state_dir("rootguard"), "reports")
     path = os.path.join(directory, f"widening-{session}.txt")
-    atomic_write(path, text + "\n")
+    atomic_write(path, text + "\n", dir_mode=0o700)
     return path

@@ -21,11 +21,12 @@ from pygls.protocol import LanguageServerProtocol
 from pygls.uris import from_fs_path, to_fs_path
 
 from lsp_bridge import __version__
-from lsp_bridge.approvals.service import ApprovalService
-from lsp_bridge.lsp.approval import decide_access, param
+from lsp_bridge.core.settings import PROJECT_FILE_NAME
 
 if TYPE_CHECKING:  # imported lazily at run time (start-up speed)
+    from lsp_bridge.approvals.service import ApprovalService
     from lsp_bridge.approvals.tray_link import TrayLink
+    from lsp_bridge.core.status import Approver, Operation
     from lsp_bridge.inventory.scan import InventoryCache
     from lsp_bridge.lsp.tracker import RootTracker
     from lsp_bridge.lsp.watch import Watcher
@@ -42,7 +43,6 @@ MIGRATE_COMMAND = "rootguard.migrateConfig"
 ACKNOWLEDGE_COMMAND = "rootguard.acknowledge"
 SHOW_REPORT = "Show report"
 ACKNOWLEDGE_ACTION = "Acknowledge"
-CONFIG_NAMES = (".rootguard.toml",)
 
 
 class RootGuardProtocol(LanguageServerProtocol):
@@ -73,7 +73,7 @@ class RootGuardServer(LanguageServer):
         )
         self._tracker: RootTracker | None = None
         self.folders: list[str] = []
-        self.approvals = ApprovalService(lambda: self.tracker.session, on_always=self._reload_after_always)
+        self._approvals: ApprovalService | None = None
         self._inventory_cache: InventoryCache | None = None
         self._watcher: Watcher | None = None
         self._published: set[str] = set()
@@ -84,6 +84,15 @@ class RootGuardServer(LanguageServer):
         self._recount_task: asyncio.Future | None = None
         self._recount_again = False
         self._tray: TrayLink | None = None
+
+    @property
+    def approvals(self) -> ApprovalService:
+        """The one approval service (built on first use: nothing asks before the first status)."""
+        if self._approvals is None:
+            from lsp_bridge.approvals.service import ApprovalService
+
+            self._approvals = ApprovalService(lambda: self.tracker.session, on_always=self._reload_after_always)
+        return self._approvals
 
     @property
     def tracker(self) -> RootTracker:
@@ -98,13 +107,15 @@ class RootGuardServer(LanguageServer):
     # -- sending -------------------------------------------------------------
 
     def send_status(self) -> None:
-        status = self.tracker.status()
-        status["approver"] = self.approver()
+        from lsp_bridge.core.status import to_json
+
+        note = self._watcher.limit_note if self._watcher is not None else None
+        status = to_json(self.tracker.status(self.approver(), watch_limit=note or None))
         self.protocol.notify(STATUS, status)
         if self._tray is not None:
             self._tray.publish_status(status)
 
-    def approver(self) -> str:
+    def approver(self) -> Approver:
         """Who answers request-level accesses now: the tray, the editor, or nobody."""
         if self._tray is not None and self._tray.connected:
             return "tray"
@@ -192,6 +203,29 @@ class RootGuardServer(LanguageServer):
                 self.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=from_fs_path(path), diagnostics=diags))
         self._published = set(grouped)
 
+    # -- start-up ------------------------------------------------------------
+
+    def after_first_status(self, inventory_started: bool = False) -> None:
+        """The slow parts of start-up, once the first status has gone out.
+
+        Watches start here; whatever changed between the first read and the
+        watches is caught by reading once more (watch, then read). A window that
+        started wide already runs its inventory (mounts follow it).
+        """
+        from lsp_bridge.core.status import to_json
+
+        self.publish_config_diagnostics()
+        before = to_json(self.tracker.status())
+        self.refresh_watches()
+        change = self.tracker.reload()
+        if change.after.paths != change.before.paths or to_json(self.tracker.status()) != before:
+            self.apply_change(change)
+        elif not inventory_started:
+            self.schedule_mounts()
+        if not inventory_started:
+            asyncio.get_running_loop().run_in_executor(None, _warm_up_inventory)  # the first widening should not pay the imports
+        self.connect_tray()
+
     # -- changes -------------------------------------------------------------
 
     def apply_change(self, change) -> None:
@@ -203,7 +237,19 @@ class RootGuardServer(LanguageServer):
                 self._tray.set_folders(self.tracker.session.folders)
         self.send_status()
         self.publish_config_diagnostics()
-        self.refresh_watches()
+        if self.refresh_watches():
+            # A configuration directory is newly watched (say the user config directory was
+            # just made): read once more, so a file written before its watch began is seen.
+            from lsp_bridge.core.status import to_json
+
+            before = to_json(self.tracker.status())
+            again = self.tracker.reload()
+            if again.after.paths != again.before.paths:
+                self.apply_change(again)
+                return
+            if to_json(self.tracker.status()) != before:
+                self.send_status()
+            self.publish_config_diagnostics()
         if change.widened:
             if self._inventory_task is not None:
                 self._inventory_task.cancel()
@@ -247,7 +293,7 @@ class RootGuardServer(LanguageServer):
             log.info("inventory of %s took %.0f ms", ", ".join(current), (time.perf_counter() - started) * 1000)
         except Exception as err:  # never let a scan error hide the warning
             log.exception("inventory failed")
-            self.tracker.inventory_done(None)
+            self.tracker.inventory_done(None, error=str(err))
             if warn:
                 self.announce_widening(self.tracker.warning_line(None, str(err)))
             self.send_status()
@@ -258,7 +304,7 @@ class RootGuardServer(LanguageServer):
             return  # superseded by a newer change
         if not self.tracker.pending:
             return  # acknowledged meanwhile
-        self.tracker.inventory_done(report.to_json(), report.describe())
+        self.tracker.inventory_done(report.to_json(), report.describe(), summary=report.summary_line())
         if warn:
             self.announce_widening(self.tracker.warning_line(self.tracker.inventory))
         self.send_status()
@@ -322,12 +368,14 @@ class RootGuardServer(LanguageServer):
 
     # -- watching ------------------------------------------------------------
 
-    def refresh_watches(self) -> None:
+    def refresh_watches(self) -> bool:
+        """Watch what the session now depends on; True when a configuration or worktree directory was added."""
         from lsp_bridge.lsp.watch import Watcher, plan_watches
 
         if self._watcher is None:
             loop = asyncio.get_running_loop()
-            self._watcher = Watcher(lambda batch: loop.call_soon_threadsafe(self.on_files_changed, batch))
+            self._watcher = Watcher(lambda batch: loop.call_soon_threadsafe(self.on_files_changed, batch),
+                                    on_limit=lambda: loop.call_soon_threadsafe(self.send_status))
         session = self.tracker.session
         plan = plan_watches(
             config_files=session.config_files(),
@@ -335,7 +383,10 @@ class RootGuardServer(LanguageServer):
             common_dirs=self.tracker.common_dirs(),
             union=self.tracker.scope.union.paths,
         )
+        before = set(self._watcher.watched)
         self._watcher.apply(plan)
+        added = set(self._watcher.watched) - before
+        return any(d in added for d in (*plan.config_dirs, *plan.worktree_dirs))
 
     def on_files_changed(self, batch: set[str]) -> None:
         """A debounced batch of changed paths: reload what configures us, recount the rest."""
@@ -348,7 +399,7 @@ class RootGuardServer(LanguageServer):
         structural = any(
             p in config_files
             or is_on_config_path(p, unwatched)  # e.g. the user config directory was just made
-            or os.path.basename(p) in (*CONFIG_NAMES, "mcp.json", ".mcp.json")
+            or os.path.basename(p) in (PROJECT_FILE_NAME, "mcp.json", ".mcp.json")
             or "/worktrees" in p
             or os.path.basename(p) == "worktrees"
             for p in batch
@@ -416,15 +467,10 @@ def on_initialize(ls: RootGuardServer, params: types.InitializeParams) -> None:
 async def on_initialized(ls: RootGuardServer, params: types.InitializedParams) -> None:
     # Compared with what was acknowledged: a window that starts wide warns like a live change.
     change = ls.tracker.set_folders(ls.folders, initial=True)
-    ls.refresh_watches()  # before the first status: nothing changed after it goes unseen
-    ls.send_status()
-    ls.publish_config_diagnostics()
+    ls.send_status()  # what the user waits for: nothing else before it
     if change.widened:
         ls._inventory_task = asyncio.ensure_future(ls._inventory_then_mounts())
-    else:
-        ls.schedule_mounts()
-        asyncio.get_running_loop().run_in_executor(None, _warm_up_inventory)  # the first widening should not pay the imports
-    ls.connect_tray()
+    asyncio.get_running_loop().call_soon(ls.after_first_status, change.widened)
 
 
 def _warm_up_inventory() -> None:
@@ -457,7 +503,7 @@ def _is_config_document(ls: RootGuardServer, uri: str) -> bool:
     if not uri.startswith("file:"):
         return False
     path = _fs_path(uri)
-    return os.path.basename(path) in CONFIG_NAMES or path == ls.tracker.user_config_path()
+    return os.path.basename(path) == PROJECT_FILE_NAME or path == ls.tracker.user_config_path()
 
 
 def _publish_buffer(ls: RootGuardServer, uri: str) -> None:
@@ -554,10 +600,11 @@ def _read(path: str) -> str | None:
 
 @server.feature(EXPLAIN)
 def on_explain(ls: RootGuardServer, params: Any):
+    from lsp_bridge.core import status as contract
     from lsp_bridge.core.policy import PolicyInputError
+    from lsp_bridge.lsp.approval import param
 
     raw = param(params, "path")
-    op = param(params, "op")
     if raw is None:  # no path: the widening report
         tracker = ls.tracker
         return {
@@ -567,30 +614,46 @@ def on_explain(ls: RootGuardServer, params: Any):
             "inventory": tracker.inventory,
         }
     if not isinstance(raw, str) or not raw:
-        return {"error": "explain needs a path"}
+        return contract.to_json(contract.RequestError("explain needs a path"))
+    try:
+        asked = contract.from_json(contract.ExplainParams, {"path": raw, "op": param(params, "op")})
+    except TypeError as err:
+        return contract.to_json(contract.RequestError(f"invalid request: {err}"))
     path = _fs_path(raw) if raw.startswith("file:") else raw
-    ops = [op] if op else ["read", "write", "delete"]
+    ops: list[Operation] = [asked.op] if asked.op else ["read", "write", "delete"]
     policy = ls.tracker.policy
     try:
         decisions = [policy.decide(o, path) for o in ops]
     except PolicyInputError as err:
-        return {"error": str(err)}
-    return {
-        "path": decisions[0].path,
-        "decisions": [{"op": o, "decision": d.decision, "rule": d.rule, "reason": d.reason}
-                      for o, d in zip(ops, decisions, strict=False)],
-    }
+        return contract.to_json(contract.RequestError(str(err)))
+    return contract.to_json(
+        contract.ExplainResult(
+            decisions[0].path,
+            [contract.ExplainDecision(o, d.decision, d.rule, d.reason) for o, d in zip(ops, decisions, strict=True)],
+        )
+    )
 
 
 @server.feature(INVENTORY)
 def on_inventory(ls: RootGuardServer, params: Any):
-    return ls.tracker.inventory
+    from lsp_bridge.core import status as contract
+
+    inventory = ls.tracker.inventory
+    return contract.to_json(contract.from_json(contract.Inventory, inventory)) if inventory is not None else None
 
 
 @server.feature(ACCESS)
 async def on_access(ls: RootGuardServer, params: Any):
-    """Decide an access for a tool; request-level ones go to a person."""
-    return await decide_access(ls, params)
+    """Decide an access for a tool; request-level ones go to a person. Malformed params: denied."""
+    from lsp_bridge.core import status as contract
+    from lsp_bridge.lsp.approval import decide_access, param
+
+    raw = {k: param(params, k) for k in ("path", "op", "dest", "tool") if param(params, k) is not None}
+    try:
+        contract.from_json(contract.AccessParams, raw)
+    except TypeError as err:
+        return contract.to_json(contract.AccessResult("deny", None, None, f"invalid request: {err}"))
+    return contract.to_json(contract.from_json(contract.AccessResult, await decide_access(ls, params)))
 
 
 @server.feature(TRACE)
@@ -601,6 +664,7 @@ async def on_trace(ls: RootGuardServer, params: Any):
     ``rootguard trace --json`` object, or ``{"error": text, "exit": 2|125}``.
     """
     from lsp_bridge.core.session import open_session
+    from lsp_bridge.lsp.approval import param
     from lsp_bridge.trace.run import TraceError, TraceUnavailable, run_trace
 
     command = param(params, "command")

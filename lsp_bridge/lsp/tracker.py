@@ -3,7 +3,9 @@
 ``RootTracker`` is the language server's domain state, with no LSP in it: give
 it folders and configuration reloads, and it tells what changed (a
 ``Change``: did the union widen, how) and renders the ``rootguard/status``
-payload and the widening warning text. The server only sends them.
+payload (the typed ``core.status.Status``) and the widening text: the one-line
+summary and the widening lines, rendered here once and shown as they are by
+the status bar, the tray and the warning message. The server only sends them.
 """
 
 from __future__ import annotations
@@ -13,17 +15,20 @@ import time
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lsp_bridge.core import acknowledged
+from lsp_bridge.core import status as contract
 from lsp_bridge.core.acknowledged import Acknowledgement
 from lsp_bridge.core.diagnostics import Diagnostic
 from lsp_bridge.core.paths import canonical, is_within
-from lsp_bridge.core.policy import Policy
-from lsp_bridge.core.scope import Scope
 from lsp_bridge.core.session import Session
 from lsp_bridge.core.union import Candidate, Union, Widening, compute_union
 from lsp_bridge.inventory.report import quiet_mount_findings, warnings_of
+
+if TYPE_CHECKING:  # the policy is compiled on first use, after the first status
+    from lsp_bridge.core.policy import Policy
+    from lsp_bridge.core.scope import Scope
 
 
 @dataclass(frozen=True)
@@ -62,8 +67,10 @@ class RootTracker:
     pending: tuple[Widening, ...] = ()  # what is wider than the person acknowledged
     last_change: Change | None = None
     inventory: dict | None = None
+    inventory_lines: tuple[str, ...] = ()  # the inventory report's human lines
+    inventory_summary: str | None = None  # its one line, e.g. "×180: +60,660 files, 3 secrets files"
+    inventory_error: str | None = None
     inventory_pending: bool = False
-    inventory_lines: tuple[str, ...] = ()
     mounts: dict | None = None
     mount_diagnostics: tuple[Diagnostic, ...] = ()
     _reference: Union = field(default_factory=Union)  # what the person accepted for these folders
@@ -148,10 +155,12 @@ class RootTracker:
         if new:
             self.last_change = change
             self.inventory, self.inventory_pending = None, True
+            self.inventory_lines, self.inventory_error, self.inventory_summary = (), None, None
         self.pending = pending
         if not pending:
             self.last_change = None
             self.inventory, self.inventory_pending = None, False
+            self.inventory_lines, self.inventory_error, self.inventory_summary = (), None, None
         self.widened = bool(pending) or bool(inside)
         self.mounts = None
         return change
@@ -184,9 +193,13 @@ class RootTracker:
 
         return user_config_path(self.env)
 
-    def inventory_done(self, report: dict | None, lines: Sequence[str] = ()) -> None:
+    def inventory_done(self, report: dict | None, lines: Sequence[str] = (), error: str | None = None,
+                       summary: str | None = None) -> None:
+        """The inventory finished: its JSON report, human lines and one-line summary
+        (``InventoryReport.describe`` and ``summary_line``: rendered there, once), or the error."""
         self.inventory, self.inventory_pending = report, False
-        self.inventory_lines = tuple(lines)
+        self.inventory_lines, self.inventory_error = tuple(lines), error
+        self.inventory_summary = summary
 
     def set_mounts(self, reconciliation) -> None:
         self.mounts = reconciliation.to_json()
@@ -194,24 +207,48 @@ class RootTracker:
 
     # -- rendering -------------------------------------------------------------
 
-    def status(self) -> dict:
+    def status(self, approver: contract.Approver = "none", watch_limit: str | None = None) -> contract.Status:
+        """The ``rootguard/status`` payload (see ``core/status.py``)."""
         scope = self.scope
-        data: dict = {"version": 1, "session": self.session_id}
-        data.update(scope.to_json())
-        data["mounts"] = self.mounts
-        data["widened"] = self.widened
-        data["acknowledged"] = not self.pending
-        data["reference"] = list(self._reference.paths)
-        data["widening"] = [w.to_json() for w in self.shown_widenings()]
-        data["inventory"] = self.inventory
-        data["inventory_pending"] = self.inventory_pending
-        data["summary"] = self.summary()
+        union = scope.union.to_json()
         diags = list(self.session.diagnostics) + [d for d in self.mount_diagnostics]
-        warnings = warnings_of(diags)
+        warnings = [contract.from_json(contract.StatusWarning, w) for w in warnings_of(diags)]
         if self.widened:
-            warnings.insert(0, {"severity": "warning", "code": "union-widened", "message": self.widening_headline()})
-        data["warnings"] = warnings
-        return data
+            warnings.insert(0, contract.StatusWarning("warning", "union-widened", self.widening_headline()))
+        return contract.Status(
+            version=contract.STATUS_VERSION,
+            session=self.session_id,
+            roots=list(scope.folders),
+            union=list(scope.union.paths),
+            entries=[contract.from_json(contract.UnionEntry, e) for e in union["entries"]],
+            shadowed=[contract.from_json(contract.ShadowedEntry, s) for s in union["shadowed"]],
+            worktrees=[contract.from_json(contract.WorktreeEntry, w.to_json()) for w in scope.worktrees],
+            mounts=contract.from_json(contract.Mounts, self.mounts) if self.mounts is not None else None,
+            widened=self.widened,
+            acknowledged=not self.pending,
+            reference=list(self._reference.paths),
+            widening=[contract.from_json(contract.WideningEntry, w.to_json()) for w in self.shown_widenings()],
+            inventory=contract.from_json(contract.Inventory, self.inventory) if self.inventory is not None else None,
+            inventory_pending=self.inventory_pending,
+            summary=self.summary(),
+            widening_lines=self.widening_lines(),
+            warning_line=self.warning_line(self.inventory, self.inventory_error) if self.pending else "",
+            warnings=warnings,
+            approver=approver,
+            config=self.config_paths(),
+            watch_limit=watch_limit,
+        )
+
+    def config_paths(self) -> contract.ConfigPaths:
+        try:
+            user: str | None = self.user_config_path()
+        except ValueError:  # an invalid ROOTGUARD_CONFIG: reported as a diagnostic
+            user = None
+        project: list[str] = []
+        for _folder, config in self.session.configs():
+            if config.project_file and config.project_file not in project:
+                project.append(config.project_file)
+        return contract.ConfigPaths(user, project)
 
     def shown_widenings(self) -> list[Widening]:
         """Unacknowledged widenings, then folders shadowed by another folder (always shown)."""
@@ -222,7 +259,7 @@ class RootTracker:
         return shown
 
     def summary(self) -> str:
-        """The status bar text: the folders, and the union's entries when they differ."""
+        """One line for a status bar or a menu; the same text everywhere."""
         count = len(self.session.folders)
         entries = len(self.scope.union.paths)
         roots = f"{count} root{'s' if count != 1 else ''}"
@@ -236,10 +273,9 @@ class RootTracker:
             inside = self.shadowed_folders()
             names = ", ".join(f"{_name(s.path)} inside {_name(s.by)}" for s in inside)
             return f"⚠ {names} (acknowledged)"
-        inv = self.inventory
-        if not inv:
+        if not (self.inventory and self.inventory_summary):
             return f"⚠ union widened ({roots}); measuring…" if self.inventory_pending else f"⚠ union widened ({roots})"
-        return "⚠ union " + _numbers(inv, git_style="({commits} commits)")
+        return f"⚠ union {self.inventory_summary}"
 
     def widening_headline(self) -> str:
         return "; ".join(w.describe() for w in self.shown_widenings())
@@ -258,9 +294,22 @@ class RootTracker:
         text = f"Root Guard: {verb} widened the agent's boundary"
         if error:
             return f"{text} (inventory failed: {error})"
-        if inventory:
-            text += " " + _numbers(inventory, git_style="with {commits} commits", dash=True)
+        if inventory and self.inventory_summary:
+            text += " " + self.inventory_summary  # the status bar's text: rendered once, by the inventory
         return text
+
+    def widening_lines(self) -> list[str]:
+        """The widening, line by line: which entry widened what, then what it hands over."""
+        if not self.widened:
+            return []
+        lines = [w.describe() for w in self.shown_widenings()]
+        if self.inventory_lines:
+            lines += self.inventory_lines
+        elif self.inventory_error:
+            lines.append(f"(inventory failed: {self.inventory_error})")
+        elif self.inventory_pending:
+            lines.append("Measuring what the new union hands over…")
+        return lines
 
     def report(self) -> str:
         """The full widening report (``window/logMessage``, ``rootguard/explain``)."""
@@ -297,24 +346,3 @@ def _classified(widening: Widening, inside: Mapping[str, str]) -> Widening:
     if not swallowed:
         return widening
     return replace(widening, kind="ancestor", contains=widening.contains + swallowed)
-
-
-def _numbers(inv: dict, *, git_style: str, dash: bool = False) -> str:
-    """``×6.2 — +3,509 files, 3 secrets files, .git with 43 commits`` from an inventory's JSON."""
-    before, after = inv.get("files_before") or 0, inv.get("files_after") or 0
-    parts = [f"+{after - before:,} files"]
-    creds = len(inv.get("credentials", []))
-    if creds:
-        parts.append(f"{creds} secrets file{'s' if creds != 1 else ''}")
-    for repo in inv.get("git", [])[:1]:
-        commits = "?" if repo.get("commits") is None else f"{repo['commits']:,}"
-        parts.append(".git " + git_style.format(commits=commits))
-    ratio = f"×{_ratio(inv.get('ratio'))}" if before else ""
-    joiner = " — " if dash else ": "
-    return (ratio + joiner if ratio else ("— " if dash else "")) + ", ".join(parts)
-
-
-def _ratio(value) -> str:
-    if value is None:
-        return "?"
-    return f"{value:,.0f}" if value >= 10 else f"{value:.1f}"

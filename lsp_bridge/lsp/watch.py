@@ -13,8 +13,16 @@ shared by every program (editors use many), so a window watches at most
   itself until that exists), so ``git worktree add``/``remove`` is seen;
 * inventory: each union entry and the directories right below it (skipping
   ``.git``, ``node_modules`` and hidden directories except ``.github``): a new
-  ``.env`` at the root or a new package in ``packages/`` shows up at once; a
-  change deeper down is counted at the next widening, which recounts.
+  ``.env`` at the root or a new package in ``packages/`` shows up at once.
+
+Deeper down, where inotify instances do not reach, a cheap rescan polls the
+modification time of every directory of each union entry (``DeepScan``: one
+``stat`` per directory, twice a second, slower on a large tree so it never takes
+more than a few percent of a core; a directory listed again only when its time
+changed). A file created anywhere in a union entry is therefore seen within a
+second. At most ``DEEP_BUDGET`` directories are polled; beyond it the status
+carries ``watch_limit``, a sentence saying what is not followed until the next
+widening recounts.
 
 Reads (open, close without writing) are filtered out, so the inventory's own
 scans do not wake the watcher.
@@ -24,11 +32,16 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 WATCH_BUDGET = 16
 INVENTORY_DEPTH = 1
+DEEP_BUDGET = 20_000  # directories the deep rescan polls
+DEEP_INTERVAL = 0.5  # seconds between two polls (at least)
+DEEP_SHARE = 0.05  # at most this share of a core: a slow poll waits longer before the next
+DEEP_SETTLE = 0.5  # seconds after the roots change before the first walk (the inventory scans first)
 _SKIP = {".git", "node_modules", "__pycache__", ".venv", "venv", "dist", "build", "target"}
 
 
@@ -38,6 +51,7 @@ class WatchPlan:
     worktree_dirs: tuple[str, ...]
     inventory_dirs: tuple[str, ...]
     truncated: int = 0  # directories left out because of the budget
+    deep_roots: tuple[str, ...] = ()  # union entries: polled below the watched levels (DeepScan)
 
     def all(self) -> list[str]:
         seen: list[str] = []
@@ -76,7 +90,7 @@ def plan_watches(
                 truncated += 1
                 continue
             inventory_dirs.append(directory)
-    return WatchPlan(tuple(config_dirs), tuple(worktree_dirs), tuple(inventory_dirs), truncated)
+    return WatchPlan(tuple(config_dirs), tuple(worktree_dirs), tuple(inventory_dirs), truncated, tuple(union))
 
 
 def _nearest_existing(directory: str) -> str:
@@ -126,10 +140,12 @@ def _worth_watching(name: str) -> bool:
 class Watcher:
     """A watchdog observer over a ``WatchPlan`` that reports debounced batches of paths."""
 
-    def __init__(self, on_batch: Callable[[set[str]], object], *, debounce: float = 0.15):
+    def __init__(self, on_batch: Callable[[set[str]], object], *, debounce: float = 0.15,
+                 on_limit: Callable[[], object] | None = None, deep_budget: int = DEEP_BUDGET):
         from watchdog.observers import Observer
 
         _load_changes()
+        self._deep = DeepScan(lambda paths: self._event(*paths), on_limit=on_limit, budget=deep_budget)
 
         self._on_batch = on_batch
         self._debounce = debounce
@@ -146,7 +162,13 @@ class Watcher:
     def watched(self) -> list[str]:
         return list(self._watched)
 
+    @property
+    def limit_note(self) -> str | None:
+        """A sentence for the status when the deep rescan's budget is exhausted, else None."""
+        return self._deep.limit_note
+
     def apply(self, plan: WatchPlan) -> None:
+        self._deep.set_roots(plan.deep_roots)
         wanted = plan.all()
         if wanted == self._watched:
             return
@@ -179,7 +201,136 @@ class Watcher:
         with self._lock:
             if self._timer is not None:
                 self._timer.cancel()
+        self._deep.stop()
         self._observer.stop()
+
+
+class DeepScan:
+    """Polls directory modification times below some roots and reports the directories that changed.
+
+    Creating, removing or renaming an entry changes its directory's time, so a
+    ``stat`` per directory finds every such change; only a changed directory is
+    listed again (for new subdirectories, which join the poll). Directory
+    links are not followed and ``_SKIP`` names are not entered, as the
+    inventory does. ``report`` receives the changed directories (and the new
+    ones) from the polling thread.
+    """
+
+    def __init__(self, report: Callable[[list[str]], object], *, on_limit: Callable[[], object] | None = None,
+                 budget: int = DEEP_BUDGET, interval: float = DEEP_INTERVAL):
+        self._report = report
+        self._on_limit = on_limit
+        self._budget = budget
+        self._interval = interval
+        self._roots: tuple[str, ...] = ()
+        self._times: dict[str, int] = {}  # directory -> st_mtime_ns when last listed
+        self._reset = False
+        self._since = 0  # when the roots last changed (time.time_ns)
+        self._stopped = False
+        self._lock = threading.Lock()
+        self._wake = threading.Event()
+        self.limit_note: str | None = None
+        self._thread: threading.Thread | None = None
+
+    def set_roots(self, roots: Sequence[str]) -> None:
+        with self._lock:
+            if tuple(roots) == self._roots:
+                return
+            self._roots = tuple(roots)
+            self._reset = True
+            self._since = time.time_ns()
+            if self._thread is None and roots:
+                self._thread = threading.Thread(target=self._run, name="rootguard-deep-scan", daemon=True)
+                self._thread.start()
+        self._wake.set()
+
+    def stop(self) -> None:
+        self._stopped = True
+        self._wake.set()
+
+    def _run(self) -> None:
+        while not self._stopped:
+            with self._lock:
+                reset = self._reset
+            if reset:
+                # The walk waits for the widening's own inventory scan to be done (both want the
+                # CPU); a directory changed since the roots changed is reported when it is walked.
+                self._wake.clear()
+                self._wake.wait(DEEP_SETTLE)
+                self._wake.clear()
+                if self._stopped:
+                    return
+            started = time.monotonic()
+            with self._lock:
+                reset, self._reset, roots, since = self._reset, False, self._roots, self._since
+            if reset:
+                self._times = {}
+                self._add_trees(roots)
+                recent = [d for d, seen in self._times.items() if seen > since]
+                if recent:
+                    self._report(recent)
+            else:
+                changed = self._poll()
+                if changed:
+                    self._report(changed)
+            spent = time.monotonic() - started
+            self._wake.wait(max(self._interval, spent / DEEP_SHARE))
+            self._wake.clear()
+
+    def _add_trees(self, tops: Iterable[str]) -> list[str]:
+        """Record the times of ``tops`` and every directory below them; returns those added."""
+        added: list[str] = []
+        stack = list(tops)
+        while stack:
+            directory = stack.pop()
+            if directory in self._times:
+                continue
+            if len(self._times) >= self._budget:
+                self._over_budget()
+                return added
+            try:
+                self._times[directory] = os.stat(directory, follow_symlinks=False).st_mtime_ns
+                with os.scandir(directory) as it:
+                    stack.extend(e.path for e in it if e.name not in _SKIP and e.is_dir(follow_symlinks=False))
+            except OSError:
+                self._times.pop(directory, None)
+                continue
+            added.append(directory)
+        return added
+
+    def _poll(self) -> list[str]:
+        changed: list[str] = []
+        for directory, seen in list(self._times.items()):
+            try:
+                now = os.stat(directory, follow_symlinks=False).st_mtime_ns
+            except OSError:
+                now = None
+            if now == seen:
+                continue
+            changed.append(directory)
+            if now is None:  # removed: forget it and what was below it
+                prefix = directory + os.sep
+                for key in [k for k in self._times if k == directory or k.startswith(prefix)]:
+                    del self._times[key]
+                continue
+            self._times[directory] = now
+            try:
+                with os.scandir(directory) as it:
+                    new = [e.path for e in it
+                           if e.name not in _SKIP and e.path not in self._times and e.is_dir(follow_symlinks=False)]
+            except OSError:
+                continue
+            changed.extend(self._add_trees(new))
+        return changed
+
+    def _over_budget(self) -> None:
+        if self.limit_note is None:
+            self.limit_note = (
+                f"more than {self._budget:,} directories in the union: changes below the first "
+                f"{self._budget:,} are counted at the next widening, not as they happen"
+            )
+            if self._on_limit is not None:
+                self._on_limit()
 
 
 _CHANGES: list = []

@@ -37,8 +37,9 @@ from lsp_bridge.approvals.service import ALLOWING, SessionGrants
 from lsp_bridge.core.globs import GlobError, GlobSet
 from lsp_bridge.core.paths import canonical, is_within
 from lsp_bridge.core.policy import BatchDecision, Decision, Part, Policy, Target, inspect, oracle_inside
-from lsp_bridge.core.resolver import Resolved, ResolveError, resolve, resolve_in_projects
+from lsp_bridge.core.resolver import Resolved, ResolveError, checked_text, resolve, resolve_in_projects
 from lsp_bridge.core.session import Session, open_session
+from lsp_bridge.core.settings import Verdict
 from lsp_bridge.mcp import safe_io
 from lsp_bridge.mcp.audit import AuditLog, now_text, root_digest
 
@@ -144,7 +145,7 @@ class Plan:
     correlation_id: str
     project_id: Any
     accesses: list[Access]
-    verdict: str
+    verdict: Verdict
     reason: str
     code: str | None = None
     rule: str | None = None
@@ -586,6 +587,40 @@ class FileTools:
         return self.policy.decide_granted(need, target, self.grants), resolved
 
 
+    def peek_entries(self, directory: Resolved, entries: Sequence[safe_io.Entry], need: str = "read") -> list[str]:
+        """``peek`` for every entry of a listed directory, in one pass.
+
+        The directory was opened at its canonical path without following a
+        link, so an entry that is not a link sits at ``canonical/name``: the
+        engine decides it from the directory's anchors (``Policy.decide_children``)
+        with no resolution per entry. Links, names the resolver would refuse,
+        and every entry of a directory reached through a link take ``peek``.
+        """
+        verdicts: list[str | None] = [None] * len(entries)
+        plain: list[tuple[int, str]] = []
+        # The resolver's textual checks (characters, a leading drive or slash, ``..``) hold for
+        # every ``dir/name`` when they hold for ``dir/name1/name2/...``: one check for the listing
+        # below the root; a refusal there (or a listing of the root itself) checks name by name.
+        names_ok = bool(directory.relative) and _text_ok(
+            "/".join([_encode(directory.relative), *(_encode(e.name) for e in entries)]))
+        for index, entry in enumerate(entries):
+            if entry.kind == "symlink" or directory.traversed_symlink or not directory.exists:
+                relative = f"{directory.relative}/{entry.name}" if directory.relative else entry.name
+                verdicts[index] = self.peek(directory.root, relative, need)[0]
+                continue
+            if not names_ok:
+                relative = f"{directory.relative}/{entry.name}" if directory.relative else entry.name
+                if not _text_ok(_encode(relative)):
+                    verdicts[index] = "deny"
+                    continue
+            plain.append((index, entry.name))
+        decided = self.policy.decide_children(need, directory.canonical, [entries[i].name for i, _ in plain],
+                                              self.grants, [(entries[i].inode, entries[i].nlink) for i, _ in plain])
+        for (index, _), verdict in zip(plain, decided, strict=True):
+            verdicts[index] = verdict
+        return [v or "deny" for v in verdicts]
+
+
 class _Changed(Exception):
     """A path resolved differently the second time: fail closed."""
 
@@ -707,6 +742,14 @@ def _canonical_rel(resolved: Resolved) -> str:
     return _relative_or_none(resolved.canonical, resolved.root) or ""
 
 
+def _text_ok(relative: str) -> bool:
+    try:
+        checked_text(relative)
+    except ResolveError:
+        return False
+    return True
+
+
 def _encode(relative: str) -> str:
     """A path as the resolver expects it back (``%`` escaped)."""
     return relative.replace("%", "%25")
@@ -752,9 +795,9 @@ def run_list_directory(tools: FileTools, plan: Plan) -> dict:
     _refuse_outside(resolved, "list_directory")
     entries: list[dict[str, Any]] = []
     hidden, truncated = 0, False
-    for entry in safe_io.list_directory(*_io(resolved)):
+    listed = safe_io.list_directory(*_io(resolved))
+    for entry, verdict in zip(listed, tools.peek_entries(resolved, listed), strict=True):
         relative = f"{resolved.relative}/{entry.name}" if resolved.relative else entry.name
-        verdict, _ = tools.peek(resolved.root, relative)
         if verdict == "deny":
             hidden += 1
             continue

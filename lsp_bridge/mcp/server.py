@@ -486,10 +486,28 @@ def _elicited(result: types.ElicitResult) -> str:
     return answer if answer in ("allow_once", "allow_session") else "deny"
 
 
+_KINDS = {"file": "[FILE]", "directory": "[DIR]", "symlink": "[LINK]"}
+
+
+def _listing_text(result: dict) -> str:
+    """A listing's text content: ``[FILE] name`` lines (the structured content has every field)."""
+    lines = [
+        f"{_KINDS.get(e['type'], '[OTHER]')} {e['name']}" + (" (needs approval)" if e.get("needs_approval") else "")
+        for e in result["entries"]
+    ]
+    if result.get("hidden"):
+        lines.append(f"({result['hidden']} entries hidden by policy)")
+    if result.get("truncated"):
+        lines.append("(truncated: more entries than the listing limit)")
+    return "\n".join(lines) if lines else "(empty directory)"
+
+
 def _ok(result: dict) -> types.CallToolResult:
     if "text" in result:  # read_file: the file goes in the content, its metadata in structured content
         text = result.pop("text")
         shown = text if text is not None else f"binary file, {result.get('size')} bytes: not returned as text"
+    elif "entries" in result:  # list_directory: one line per entry, as a person reads a listing
+        shown = _listing_text(result)
     else:
         shown = json.dumps(result, indent=2, ensure_ascii=False)
     return types.CallToolResult(content=[types.TextContent(type="text", text=shown)], structured_content=result)

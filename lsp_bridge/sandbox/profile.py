@@ -41,10 +41,14 @@ from dataclasses import dataclass
 
 from lsp_bridge.core.paths import canonical, depth, is_within, relative_to
 from lsp_bridge.core.policy import Decision, Target
+from lsp_bridge.core.protected import protected_reason
+from lsp_bridge.core.settings import PROJECT_FILE_NAME
 
 SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc")
 SYSTEM_MASKS = ("/etc/shadow", "/etc/shadow-", "/etc/gshadow", "/etc/gshadow-", "/etc/ssh/ssh_host_*_key")
-PROTECTED_NAMES = frozenset({".git", ".rootguard.toml", ".envrc", ".devcontainer", ".husky"})
+# Names the walk stops at as protected-target candidates; the engine's ``protected_reason``
+# (lsp_bridge.core.protected) confirms each one, so the two cannot drift apart silently.
+PROTECTED_NAMES = frozenset({".git", PROJECT_FILE_NAME, ".envrc", ".devcontainer", ".husky"})
 PROTECTED_VSCODE = frozenset({"settings.json", "tasks.json", "launch.json"})  # below a .vscode directory
 SHIM_TARGET = "/run/rootguard/landlock-shim.py"
 MAX_WALK = 400_000
@@ -424,7 +428,9 @@ class _Builder:
         for path in exact:
             if self.state_at(path) in ("rw", "ro") and path not in self.state:
                 candidates.setdefault(path, "rule")
-        for path in self.session.config_files():
+        areas = self.policy.areas
+        machine = [areas.user_config_dir, areas.user_file, areas.state_dir, *areas.admin_dirs]
+        for path in [*self.session.config_files(), *(p for p in machine if p)]:
             if self.state_at(path) == "rw":
                 candidates.setdefault(path, "protected")
         for path in sorted(candidates, key=depth):
@@ -455,7 +461,7 @@ class _Builder:
                 protected = name in PROTECTED_NAMES or (
                     name in PROTECTED_VSCODE and os.path.basename(directory) == ".vscode"
                 )
-                if writable and protected:
+                if writable and protected and protected_reason(path, self.policy.areas) is not None:
                     candidates[path] = "protected"
                     continue  # read-only as a whole: nothing below needs looking at
                 for compiled in rules:

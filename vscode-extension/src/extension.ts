@@ -4,7 +4,6 @@ import * as os from 'os';
 import * as path from 'path';
 import * as vscode from 'vscode';
 import { COMMANDS, EXECUTE_COMMAND_REQUEST, registerCommands } from './commands';
-import { userConfigFile } from './configFile';
 import { registerMcpProvider } from './mcp';
 import { ReportView } from './reportView';
 import { isExecutableFile, ServerController } from './server';
@@ -60,7 +59,8 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
       rootguardOnPath: () => onPath('rootguard'),
       pipxOnPath: () => onPath('pipx') !== null,
       acknowledge: () => notifier.acknowledge(),
-      userConfigFile: () => existing(userConfigFile(process.env, process.platform)),
+      // The server says where the user file is (it knows ROOTGUARD_CONFIG and platformdirs).
+      userConfigFile: () => existing(server.status?.config.user ?? undefined),
     }),
   );
 

@@ -82,7 +82,7 @@ function inventoryDetails(inventory: Inventory): string[] {
   const git = inventory.git ?? [];
   if (git.length > 0) {
     details.push(section('Git history', git.map((g) => {
-      const facts = [g.bytes !== undefined ? bytes(g.bytes) : '', g.commits !== undefined ? plural(g.commits, 'commit') : ''].filter(Boolean);
+      const facts = [bytes(g.bytes), g.commits !== null ? plural(g.commits, 'commit') : 'an unknown number of commits'];
       const deleted = g.deleted_sensitive ?? [];
       const history = deleted.length > 0 ? `; deleted but still in history: ${deleted.map((d) => code(d)).join(', ')}` : '';
       return `${code(g.path)}${facts.length ? ` — ${facts.join(', ')}` : ''}${history}`;

@@ -131,12 +131,7 @@ export class ServerController implements vscode.Disposable {
     this.client = client;
     let failure: unknown;
     try {
-      const started = client.start();
-      // vscode-languageclient 9 can resolve start() although the server exited
-      // during initialize, leaving its internal promise rejected: handle it here.
-      const internal = (client as unknown as { _onStart?: Promise<void> })._onStart;
-      internal?.catch((error) => (failure = error));
-      await started;
+      await client.start();
     } catch (error) {
       failure = error;
     }
@@ -374,8 +369,9 @@ function serverOptions(selection: Selection): ServerOptions {
   return {
     command: selection.command,
     args: selection.args,
-    // No `transport`: with TransportKind.stdio the client would append `--stdio`,
-    // which a plain `python -m lsp_bridge` command line does not expect.
+    // No `transport`: stdio is the server's only transport, so the command line is
+    // run as the user wrote it. (`rootguard lsp` and `python -m lsp_bridge` accept
+    // `--stdio` too, but a custom rootguard.serverCommand wrapper may not.)
     options: { env: { ...process.env, PYTHONUNBUFFERED: '1' } },
   };
 }

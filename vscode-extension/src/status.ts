@@ -2,8 +2,8 @@
  * Pure rendering of the server state into what the status bar shows:
  * text, Markdown tooltip, background and click command. No `vscode` import.
  */
-import { Inventory, ServerState, Status, Warning } from './types';
-import { bullets, code, count, escape, plural, ratio } from './markdown';
+import { ServerState, Status, Warning } from './types';
+import { bullets, code, escape, plural } from './markdown';
 
 export type Background = 'warning' | 'error' | undefined;
 
@@ -85,22 +85,12 @@ function renderRunning(status: Status, folderCount: number, paths: Paths): Statu
   return view(text, renderTooltip(status, paths), background, REPORT_COMMAND);
 }
 
-/** `×180 · 2 secrets files`, or a placeholder while the inventory is pending. */
+/**
+ * The widened status bar text: the server's one-line summary (rendered once, in
+ * Python, and shown the same by the tray and the warning message), without its ⚠.
+ */
 export function widenedText(status: Status): string {
-  const inventory = status.inventory;
-  if (!inventory) {
-    return status.inventory_pending ? 'union widened · counting…' : 'union widened';
-  }
-  const parts: string[] = [];
-  const shown = ratio(inventory.ratio) ?? `+${count(Math.max(0, inventory.files_after - inventory.files_before))} files`;
-  parts.push(shown);
-  const secrets = inventory.credentials?.length ?? 0;
-  if (secrets > 0) {
-    parts.push(plural(secrets, 'secrets file'));
-  } else if (ratio(inventory.ratio) !== null) {
-    parts.push(`+${plural(Math.max(0, inventory.files_after - inventory.files_before), 'file')}`);
-  }
-  return parts.join(' · ');
+  return status.summary.replace(/^⚠\s*/, '');
 }
 
 /** Warnings other than the widening itself, which the text already shows. */
@@ -140,31 +130,9 @@ export function renderTooltip(status: Status, paths: Paths = pathsFor()): string
   return sections.join('\n\n');
 }
 
+/** The widening as the server words it: which entry widened what, then what it hands over. */
 function renderWideningLines(status: Status, paths: Paths): string {
-  const lines = (status.widening ?? []).map((w) =>
-    w.entry
-      ? `${paths.path(w.folder)} contains ${paths.path(w.entry)}`
-      : `${paths.path(w.folder)} added (${escape(w.kind)})`,
-  );
-  const inventory = status.inventory;
-  if (inventory) {
-    lines.push(inventoryLine(inventory));
-  } else if (status.inventory_pending) {
-    lines.push('Counting what the new union exposes…');
-  }
-  return `**$(warning) The union widened**\n\n${bullets(lines)}`;
-}
-
-function inventoryLine(inventory: Inventory): string {
-  const shownRatio = ratio(inventory.ratio);
-  const files = `${count(inventory.files_before)} → ${count(inventory.files_after)} files${shownRatio ? ` (${shownRatio})` : ''}`;
-  const secrets = inventory.credentials?.length ?? 0;
-  const git = inventory.git?.length ?? 0;
-  const extras = [
-    secrets > 0 ? plural(secrets, 'secrets file') : '',
-    git > 0 ? plural(git, '.git directory', '.git directories') : '',
-  ].filter(Boolean);
-  return extras.length > 0 ? `${files}, ${extras.join(', ')}` : files;
+  return `**$(warning) The union widened**\n\n${bullets(status.widening_lines.map((line) => paths.text(line)))}`;
 }
 
 function renderUnion(status: Status, paths: Paths): string {

@@ -3,7 +3,6 @@
  * widening it is (so each is announced once), its one-line text, and how to
  * recognise the server's own widening messages. No `vscode` import.
  */
-import { count, plural, ratio } from './markdown';
 import { Status } from './types';
 
 /** The server's `workspace/executeCommand` that records the current union as accepted. */
@@ -31,34 +30,13 @@ export function wideningKey(status: Status): string {
   return JSON.stringify([union, widening]);
 }
 
-function baseName(p: string): string {
-  const trimmed = p.replace(/[\\/]+$/, '');
-  return trimmed.split(/[\\/]/).pop() || trimmed;
-}
-
 /**
- * One line a person reads whole: `Root Guard: adding shop widened the agent's
- * boundary ×179 — +60,660 files, 2 secrets files, .git with 53 commits`.
+ * One line a person reads whole, as the server words it (`status.warning_line`,
+ * rendered once in Python): `Root Guard: adding shop widened the agent's boundary
+ * ×179: +60,660 files, 2 secrets files, .git (53 commits)`.
  */
 export function wideningLine(status: Status): string {
-  const folders = [...new Set((status.widening ?? []).map((w) => baseName(w.folder)))];
-  const what = folders.length > 0 ? `adding ${folders.join(', ')}` : 'the workspace folders';
-  const inventory = status.inventory;
-  if (!inventory) {
-    const pending = status.inventory_pending ? ' (counting what it exposes…)' : '';
-    return `Root Guard: ${what} widened the agent's boundary${pending}`;
-  }
-  const shownRatio = ratio(inventory.ratio);
-  const details: string[] = [`+${plural(Math.max(0, inventory.files_after - inventory.files_before), 'file')}`];
-  const secrets = inventory.credentials?.length ?? 0;
-  if (secrets > 0) {
-    details.push(plural(secrets, 'secrets file'));
-  }
-  const commits = (inventory.git ?? []).reduce((n, g) => n + (g.commits ?? 0), 0);
-  if ((inventory.git ?? []).length > 0) {
-    details.push(commits > 0 ? `.git with ${count(commits)} commits` : '.git history');
-  }
-  return `Root Guard: ${what} widened the agent's boundary${shownRatio ? ` ${shownRatio}` : ''} — ${details.join(', ')}`;
+  return status.warning_line || "Root Guard: the workspace folders widened the agent's boundary";
 }
 
 /** True for a server `window/showMessageRequest` that is the widening warning (it offers these two actions). */

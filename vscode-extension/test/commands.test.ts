@@ -8,7 +8,7 @@ import { TrayResult } from '../src/tray';
 import { LOG_COMMAND, REPORT_COMMAND } from '../src/status';
 import { Status } from '../src/types';
 import { stub, Uri } from './stubs/vscode';
-import { NARROW, normalStatus, REPO, widenedStatus } from './fixtures';
+import { NARROW, normalStatus, REPO, widenedStatus } from './handmade';
 
 const manifest = JSON.parse(fs.readFileSync(path.join(__dirname, '..', '..', 'package.json'), 'utf8'));
 

@@ -1,72 +1,46 @@
-/** Status payloads shaped like the server's `rootguard/status` (see status contract). */
-import { Status } from '../src/types';
+/**
+ * Status payloads recorded from a real server run (`scripts/record_lsp_fixtures.py`
+ * writes `test/fixtures/*.json`; `tests/test_status_contract.py` validates them
+ * against the schema). Each call returns a fresh copy a test may change.
+ */
+import * as fs from 'fs';
+import * as path from 'path';
+import { ExplainResult, Inventory, Status } from '../src/types';
 
-export const NARROW = '/Users/dev/shop/packages/checkout';
-export const REPO = '/Users/dev/shop';
+const DIR = path.join(__dirname, '..', '..', 'test', 'fixtures');
 
-export function normalStatus(): Status {
-  return {
-    version: 1,
-    session: 's-1',
-    roots: [NARROW],
-    union: [NARROW, '/Users/dev/shop-hotfix/packages/checkout'],
-    entries: [
-      { path: NARROW, origin: 'folder', reason: 'workspace folder' },
-      { path: '/Users/dev/shop-hotfix/packages/checkout', origin: 'worktree', reason: 'linked worktree of shop' },
-    ],
-    shadowed: [],
-    worktrees: [{ path: '/Users/dev/shop-hotfix', mode: 'include', repository: REPO, locked: false, prunable: false }],
-    mounts: null,
-    widened: false,
-    widening: [],
-    inventory: null,
-    inventory_pending: false,
-    summary: '1 root',
-    warnings: [],
-  };
+function recorded<T>(name: string): T {
+  return JSON.parse(fs.readFileSync(path.join(DIR, `${name}.json`), 'utf8')) as T;
 }
 
+export const SRC = '/Users/dev/src';
+export const REPO = `${SRC}/shop`;
+export const NARROW = `${REPO}/packages/checkout`;
+export const HOTFIX = `${SRC}/shop-hotfix`;
+
+/** The narrow window: `packages/checkout` and its linked worktree's copy, mounts reconciled. */
+export function normalStatus(): Status {
+  return recorded<Status>('status-narrow');
+}
+
+/** After adding `shop`: widened, inventory done, mounts reconciled. */
 export function widenedStatus(): Status {
-  return {
-    version: 1,
-    session: 's-1',
-    roots: [NARROW, REPO],
-    union: [REPO],
-    entries: [{ path: REPO, origin: 'folder', reason: 'workspace folder' }],
-    shadowed: [{ path: NARROW, by: REPO }],
-    worktrees: [{ path: '/Users/dev/shop-hotfix', mode: 'request', repository: REPO, locked: true, prunable: false }],
-    mounts: {
-      mounts: [{ source: NARROW, target: '/workspace', mode: 'rw', origin: '.vscode/mcp.json servers.code-index' }],
-      roots_without_mount: [REPO],
-      mounts_outside_union: [{ source: '/Users/dev/cache', target: '/cache' }],
-      suggested: [
-        { source: NARROW, target: '/workspace', mode: 'rw', reason: 'workspace folder' },
-        { source: `${REPO}/node_modules/.pnpm`, target: '/workspace/node_modules/.pnpm', mode: 'ro', reason: 'pnpm store' },
-      ],
-      docker_args: ['-v', `${NARROW}:/workspace:rw`, '-v', `${REPO}/node_modules/.pnpm:/workspace/node_modules/.pnpm:ro`, '-v', "/Users/dev/it's here:/x:ro"],
-      unrescuable: [],
-      first_party: [{ link: `${NARROW}/node_modules/@shop/ui`, target: `${REPO}/packages/ui` }],
-      single_files: [`${REPO}/tsconfig.base.json`],
-    },
-    widened: true,
-    widening: [{ folder: REPO, entry: NARROW, kind: 'ancestor' }],
-    inventory: {
-      widens: true,
-      files_before: 340,
-      files_after: 61000,
-      ratio: 179.4,
-      credentials: [{ path: `${REPO}/.env`, count: 4 }, { path: `${REPO}/infra/prod.tfvars`, count: 6 }],
-      git: [{ path: `${REPO}/.git`, bytes: 640 * 1024 * 1024, commits: 53, deleted_sensitive: ['.env.production'] }],
-      siblings: [`${REPO}/packages/ui`, `${REPO}/packages/payments`],
-      ci_roles: [{ path: `${REPO}/.github/workflows/deploy.yml`, roles: ['arn:aws:iam::123456789012:role/deploy'] }],
-      stores: [{ path: `${REPO}/node_modules/.pnpm`, files: 1200 }],
-    },
-    inventory_pending: false,
-    summary: '⚠ union ×180: +60,660 files, 2 secrets files, .git (53 commits)',
-    warnings: [{ severity: 'warning', code: 'union-widened', message: `${REPO} widened ${NARROW}` }],
-  };
+  return recorded<Status>('status-widened');
+}
+
+/** The first status after adding `shop`: widened, the inventory still counting. */
+export function pendingStatus(): Status {
+  return recorded<Status>('status-widened-pending');
 }
 
 export function noFolderStatus(): Status {
-  return { ...normalStatus(), roots: [], union: [], entries: [], worktrees: [], summary: 'no folder' };
+  return recorded<Status>('status-no-folder');
+}
+
+export function recordedExplain(): ExplainResult {
+  return recorded<ExplainResult>('explain');
+}
+
+export function recordedInventory(): Inventory {
+  return recorded<Inventory>('inventory');
 }

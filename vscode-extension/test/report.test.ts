@@ -1,6 +1,6 @@
 import * as assert from 'assert';
 import { dockerArguments, renderReport, shellQuote } from '../src/report';
-import { NARROW, normalStatus, REPO, widenedStatus } from './fixtures';
+import { NARROW, normalStatus, REPO, widenedStatus } from './handmade';
 
 describe('widening report', () => {
   const report = renderReport(widenedStatus());

@@ -1,7 +1,7 @@
 import * as assert from 'assert';
 import { ReportView } from '../src/reportView';
 import { stub } from './stubs/vscode';
-import { normalStatus, widenedStatus } from './fixtures';
+import { normalStatus, widenedStatus } from './handmade';
 
 describe('widening report view', () => {
   beforeEach(() => stub.reset());

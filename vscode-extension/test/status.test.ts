@@ -1,6 +1,7 @@
 import * as assert from 'assert';
+import { escape } from '../src/markdown';
 import { pathsFor, renderStatus, renderTooltip, widenedText } from '../src/status';
-import { NARROW, noFolderStatus, normalStatus, REPO, widenedStatus } from './fixtures';
+import { HOTFIX, NARROW, noFolderStatus, normalStatus, pendingStatus, REPO, widenedStatus } from './fixtures';
 
 describe('status rendering', () => {
   it('shows a shield with the number of roots when all is well', () => {
@@ -12,36 +13,27 @@ describe('status rendering', () => {
     assert.strictEqual(two.text, '$(shield) 2 roots');
   });
 
-  it('warns with the ratio and the number of credential files on widening', () => {
-    const view = renderStatus({ kind: 'running', status: widenedStatus() }, 2);
-    assert.strictEqual(view.text, '$(warning) ×179 · 2 secrets files');
+  it('shows the server\'s summary on widening, as the tray and the message do', () => {
+    const status = widenedStatus();
+    const view = renderStatus({ kind: 'running', status }, 2);
+    assert.strictEqual(status.summary, '⚠ union ×1.3: +227 files, 2 secrets files, .git (4 commits)');
+    assert.strictEqual(view.text, '$(warning) union ×1.3: +227 files, 2 secrets files, .git (4 commits)');
     assert.strictEqual(view.background, 'warning');
     assert.strictEqual(view.command, 'rootguard.showWideningReport');
   });
 
-  it('rounds the ratio like the example (×180) and keeps one decimal for small ones', () => {
+  it('shows whatever summary the server sends, without re-rendering it', () => {
     const status = widenedStatus();
-    status.inventory!.ratio = 180.2;
-    status.inventory!.credentials = [{ path: `${REPO}/.env`, count: 4 }];
-    assert.strictEqual(widenedText(status), '×180 · 1 secrets file');
-    status.inventory!.ratio = 1.46;
-    status.inventory!.credentials = [];
-    status.inventory!.files_before = 1000;
-    status.inventory!.files_after = 1460;
-    assert.strictEqual(widenedText(status), '×1.5 · +460 files');
+    status.summary = '⚠ union ×180: +60,660 files, 3 secrets files, .git (53 commits)';
+    assert.strictEqual(widenedText(status), 'union ×180: +60,660 files, 3 secrets files, .git (53 commits)');
   });
 
-  it('says when the inventory is still being counted, or absent', () => {
-    const status = { ...widenedStatus(), inventory: null, inventory_pending: true };
-    assert.strictEqual(renderStatus({ kind: 'running', status }, 2).text, '$(warning) union widened · counting…');
-    status.inventory_pending = false;
-    assert.strictEqual(renderStatus({ kind: 'running', status }, 2).text, '$(warning) union widened');
-  });
-
-  it('counts added files when there is no ratio (nothing before)', () => {
-    const status = widenedStatus();
-    status.inventory = { widens: true, files_before: 0, files_after: 1234, ratio: null, credentials: [] };
-    assert.strictEqual(widenedText(status), '+1,234 files');
+  it('says when the inventory is still being counted', () => {
+    const status = pendingStatus();
+    assert.strictEqual(status.inventory, null);
+    assert.strictEqual(status.inventory_pending, true);
+    assert.strictEqual(renderStatus({ kind: 'running', status }, 2).text, `$(warning) ${status.summary.replace(/^⚠ /, '')}`);
+    assert.match(status.summary, /measuring…$/);
   });
 
   it('shows "no folder" when the window has no folder', () => {
@@ -80,7 +72,7 @@ describe('status rendering', () => {
   it('gives screen readers words instead of icon syntax', () => {
     const view = renderStatus({ kind: 'running', status: widenedStatus() }, 2);
     assert.ok(!view.accessibleText.includes('$('));
-    assert.match(view.accessibleText, /×179 · 2 secrets files/);
+    assert.match(view.accessibleText, /union ×1\.3: \+227 files, 2 secrets files/);
   });
 });
 
@@ -88,8 +80,8 @@ describe('status tooltip', () => {
   it('lists each union entry with its reason and origin', () => {
     const tooltip = renderTooltip(normalStatus());
     assert.match(tooltip, /\*\*Union\*\* \(2 entries\)/);
-    assert.ok(tooltip.includes('- `/Users/dev/shop/packages/checkout` — workspace folder _(folder)_'), tooltip);
-    assert.ok(tooltip.includes('`/Users/dev/shop-hotfix/packages/checkout` — linked worktree of shop _(worktree)_'), tooltip);
+    assert.ok(tooltip.includes(`- \`${NARROW}\` — workspace folder _(folder)_`), tooltip);
+    assert.ok(tooltip.includes(`\`${HOTFIX}/packages/checkout\` — included linked worktree of the repository of ${REPO} _(worktree)_`), tooltip);
   });
 
   it('lists shadowed entries with what shadows them', () => {
@@ -98,31 +90,41 @@ describe('status tooltip', () => {
   });
 
   it('lists worktrees with their mode, repository and flags', () => {
-    const tooltip = renderTooltip(widenedStatus());
-    assert.ok(tooltip.includes(`- \`/Users/dev/shop-hotfix\` — request of \`${REPO}\` (locked)`), tooltip);
+    const status = widenedStatus();
+    assert.ok(renderTooltip(status).includes(`- \`${HOTFIX}\` — include of \`${REPO}\``), renderTooltip(status));
+    status.worktrees[0] = { ...status.worktrees[0], mode: 'request', locked: true };
+    assert.ok(renderTooltip(status).includes(`- \`${HOTFIX}/packages/checkout\` — request of \`${REPO}\` (locked)`));
   });
 
   it('lists mount mismatches', () => {
-    const tooltip = renderTooltip(widenedStatus());
+    const status = widenedStatus();
+    status.mounts!.roots_without_mount = [REPO];
+    status.mounts!.mounts_outside_union = [{ source: '/Users/dev/cache', target: '/cache' }];
+    const tooltip = renderTooltip(status);
     assert.match(tooltip, /\*\*Mount mismatches\*\*/);
     assert.ok(tooltip.includes(`no mount for \`${REPO}\``));
     assert.ok(tooltip.includes('`/Users/dev/cache` → `/cache` is mounted but outside the union'));
   });
 
-  it('explains the widening with files before and after and the secrets count', () => {
-    const tooltip = renderTooltip(widenedStatus());
+  it('shows the widening in the server\'s own lines', () => {
+    const status = widenedStatus();
+    const tooltip = renderTooltip(status);
     assert.match(tooltip, /The union widened/);
-    assert.ok(tooltip.includes(`\`${REPO}\` contains \`${NARROW}\``));
-    assert.ok(tooltip.includes('340 → 61,000 files (×179), 2 secrets files, 1 .git directory'), tooltip);
+    assert.strictEqual(status.widening_lines.length, 9);
+    for (const line of status.widening_lines) {
+      assert.ok(tooltip.includes(`- ${escape(line)}`), line);
+    }
+    assert.ok(tooltip.includes('680 → 907 files'), tooltip);
+    assert.ok(tooltip.includes('shop/.env \\(4\\)'), tooltip);
     assert.match(tooltip, /Click for the widening report/);
   });
 
   it('does not repeat the widening warning but shows other warnings', () => {
     const status = widenedStatus();
-    status.warnings!.push({ severity: 'information', code: 'x', message: 'config <b>note</b>' });
+    status.warnings.push({ severity: 'warning', code: 'x', message: 'config <b>note</b>' });
     const tooltip = renderTooltip(status);
-    assert.ok(!tooltip.includes(`${REPO} widened`));
-    assert.ok(tooltip.includes('$(info) config \\<b\\>note\\</b\\>'), tooltip);
+    assert.ok(!tooltip.includes(status.warnings[0].message));
+    assert.ok(tooltip.includes('$(warning) config \\<b\\>note\\</b\\>'), tooltip);
   });
 
   it('keeps backticks in paths inside the code span', () => {
@@ -133,9 +135,8 @@ describe('status tooltip', () => {
 
   it('shortens paths under the home directory, and only those', () => {
     const tooltip = renderTooltip(widenedStatus(), pathsFor('/Users/dev'));
-    assert.ok(tooltip.includes('- `~/shop` — workspace folder'), tooltip);
-    assert.ok(tooltip.includes('`~/shop/packages/checkout` — inside `~/shop`'));
-    assert.ok(tooltip.includes('`/Users/dev/cache` → `/cache`') === false && tooltip.includes('`~/cache` → `/cache`'));
+    assert.ok(tooltip.includes('- `~/src/shop` — workspace folder'), tooltip);
+    assert.ok(tooltip.includes('`~/src/shop/packages/checkout` — inside `~/src/shop`'));
     assert.strictEqual(pathsFor('/Users/dev').path('/Users/devil/x'), '`/Users/devil/x`');
     assert.strictEqual(pathsFor('/').path('/etc'), '`/etc`');
     assert.strictEqual(renderStatus({ kind: 'running', status: widenedStatus() }, 2, '/Users/dev').tooltip, tooltip);
@@ -143,7 +144,7 @@ describe('status tooltip', () => {
 
   it('caps long lists', () => {
     const status = normalStatus();
-    status.entries = Array.from({ length: 30 }, (_, i) => ({ path: `/r/${i}`, origin: 'config', reason: 'rule' }));
+    status.entries = Array.from({ length: 30 }, (_, i) => ({ path: `/r/${i}`, origin: 'config' as const, reason: 'rule' }));
     assert.match(renderTooltip(status), /… and 10 more/);
   });
 });

@@ -20,7 +20,7 @@ describe('status bar item', () => {
     const bar = new StatusBar();
     bar.show({ kind: 'running', status: widenedStatus() }, 2);
     const [item] = stub.statusBarItems;
-    assert.strictEqual(item.text, '$(warning) ×179 · 2 secrets files');
+    assert.strictEqual(item.text, '$(warning) union ×1.3: +227 files, 2 secrets files, .git (4 commits)');
     assert.ok(item.backgroundColor instanceof ThemeColor);
     assert.strictEqual(item.backgroundColor.id, 'statusBarItem.warningBackground');
     assert.strictEqual(item.command, 'rootguard.showWideningReport');

@@ -1,0 +1,136 @@
+"""Whole-process ``rootguard`` commands beside their baselines, on any directory.
+
+    python bench/bench_cli.py --dir DIR [--add SUBDIR] [--rounds 15]
+    python bench/bench_cli.py --build 6000 --dir DIR   # build a make_shop-style monorepo there first
+
+What the user waits for is a whole process, so each command is timed as one
+(spawn to exit), alternating with its baseline round after round so a busy
+machine slows both alike; the figure is the median of the per-round ratios:
+
+* ``rootguard inventory --root DIR/SUBDIR --add DIR`` beside
+  ``find DIR -type f | wc -l; du -sb DIR/.git`` over the same tree
+  (targets: <= 2.5x at 60k files, <= 4x at 6k);
+* ``rootguard roots DIR`` and ``rootguard check --root DIR --op read DIR/x`` beside
+  a bare ``python -c pass`` (target: <= 2.5x, independent of the tree's size).
+
+In process (imports warm), the inventory report of the same trees beside the
+same find+du is printed too. ``SUBDIR`` defaults to the first directory found
+under ``DIR/packages`` (a make_shop-style tree), else the first subdirectory.
+The inventory's detector cache lives in a temporary cache directory, filled by
+one untimed run first (as on any machine after the first run).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+
+def timed(command: list[str] | str, env: dict, *, shell: bool = False, ok: tuple[int, ...] = (0,)) -> float:
+    started = time.perf_counter()
+    done = subprocess.run(command, env=env, shell=shell, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    elapsed = time.perf_counter() - started
+    if done.returncode not in ok:
+        sys.exit(f"{command} exited {done.returncode}: {done.stderr.decode(errors='replace').strip()}")
+    return elapsed
+
+
+def paired(ours, baseline, rounds: int) -> tuple[float, float, float]:
+    """(median ours, median baseline, median of per-round ratios), alternating each round."""
+    mine, base, ratios = [], [], []
+    ours(), baseline()  # warm the page cache and the interpreter's files
+    for _ in range(rounds):
+        b = baseline()
+        o = ours()
+        mine.append(o)
+        base.append(b)
+        ratios.append(o / b)
+    return statistics.median(mine), statistics.median(base), statistics.median(ratios)
+
+
+def pick_narrow(directory: Path) -> Path:
+    packages = directory / "packages"
+    for parent in (packages, directory):
+        if parent.is_dir():
+            subdirs = sorted(p for p in parent.iterdir() if p.is_dir() and not p.name.startswith("."))
+            if subdirs:
+                return subdirs[0]
+    return directory
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--dir", required=True, help="any directory (a repository for the .git figure)")
+    parser.add_argument("--add", help="the narrow folder inside DIR (default: the first package)")
+    parser.add_argument("--build", type=int, metavar="FILES", help="first build a monorepo of FILES files in DIR")
+    parser.add_argument("--rounds", type=int, default=15)
+    args = parser.parse_args()
+    directory = Path(os.path.realpath(args.dir))
+    if args.build:
+        from lsp_bridge.cli.demo_repo import REPO_NAME, build_large_monorepo
+
+        build_large_monorepo(str(directory), total_files=args.build, commits=100)
+        directory = directory / REPO_NAME
+    if not directory.is_dir():
+        sys.exit(f"{directory} is not a directory")
+    narrow = Path(os.path.realpath(args.add)) if args.add else pick_narrow(directory)
+    files = sum(len(f) for _, _, f in os.walk(directory))
+    git = directory / ".git"
+
+    cache = tempfile.mkdtemp(prefix="rg-bench-cache-")
+    env = {k: v for k, v in os.environ.items() if k not in ("ROOTGUARD_CONFIG", "ROOTGUARD_ROOTS")}
+    env.update(XDG_CACHE_HOME=cache, XDG_CONFIG_HOME=os.path.join(cache, "config"))  # no user file
+    rootguard = [sys.executable, "-m", "lsp_bridge.cli"]
+    find_du = f"find {_q(directory)} -type f | wc -l; du -sb {_q(git)} 2>/dev/null || true"
+    inventory = [*rootguard, "inventory", "--root", str(narrow), "--add", str(directory)]
+    timed(inventory, env)  # fills the detector cache
+
+    print(f"{directory}: {files:,} files; narrow folder {narrow}; {os.cpu_count()} CPUs; "
+          f"medians of {args.rounds} alternating rounds\n")
+    print(f"{'whole process':<46} | {'ours s':>8} | {'baseline s':>10} | {'ratio':>7} | target")
+    print("-" * 96)
+    o, b, r = paired(lambda: timed(inventory, env), lambda: timed(find_du, env, shell=True), args.rounds)
+    target = "<= 2.5x (60k files), <= 4x (6k)"
+    print(f"{'rootguard inventory  vs  find|wc -l; du -sb':<46} | {o:>8.3f} | {b:>10.3f} | {r:>6.2f}x | {target}")
+    bare = [sys.executable, "-c", "pass"]
+    for label, command in (
+        ("rootguard roots DIR  vs  python -c pass", [*rootguard, "roots", str(directory)]),
+        ("rootguard check  vs  python -c pass",
+         [*rootguard, "check", "--root", str(directory), "--op", "read", str(directory / "README.md")]),
+    ):
+        o, b, r = paired(lambda command=command: timed(command, env, ok=(0, 1, 3)), lambda: timed(bare, env), args.rounds)
+        print(f"{label:<46} | {o:>8.3f} | {b:>10.3f} | {r:>6.2f}x | <= 2.5x")
+
+    # In process: the same inventory with the imports and detectors warm.
+    os.environ["XDG_CACHE_HOME"] = cache
+    from lsp_bridge.inventory.scan import InventoryCache, warm_up
+
+    warm_up()
+
+    def report() -> float:
+        started = time.perf_counter()
+        InventoryCache().report((str(narrow),), (str(directory),))
+        return time.perf_counter() - started
+
+    o, b, r = paired(report, lambda: timed(find_du, env, shell=True), args.rounds)
+    print(f"\n{'in process (cold cache, imports warm)':<46} | {o:>8.3f} | {b:>10.3f} | {r:>6.2f}x | <= 1.3x")
+    return 0
+
+
+def _q(path: Path) -> str:
+    import shlex
+
+    return shlex.quote(str(path))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,206 @@
+"""Differential: the fast paths give exactly the full engine's answers.
+
+``FileTools.peek_entries`` (and under it ``Policy.decide_children``) decides a
+directory's plain entries from the directory's anchors, without resolving each
+entry; ``Policy.decide_granted`` decides one link-free target the same way. On
+random trees, random rules (user or project file, globs, exact file rules,
+several roots, a sibling worktree, session grants, hard links, protected names)
+every entry of every directory must get the verdict the full engine gives it
+(the resolver, then ``decide_batch`` of one, which never takes a fast path),
+for every operation.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import tempfile
+from pathlib import Path
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from lsp_bridge.core.policy import Target, inspect
+from lsp_bridge.core.resolver import ResolveError, resolve
+from lsp_bridge.mcp import safe_io
+from lsp_bridge.mcp.file_tools import FileTools, _Changed
+
+NAMES = ["a", "b", "gen", "vault", ".env", ".env.local", "x.js", ".git", ".rootguard.toml", "%41", "C:x",
+         "back\\slash", "ctl\x01", "A", ".envrc", ".vscode", "settings.json", ".husky"]
+GLOBS = ["**/*", "*.js", "a/**", "**/.env*", "gen/*", "b", "!x.js", "**/a/*.js", "[ab]"]
+VERDICTS = st.sampled_from(["allow", "request", "deny", None])
+
+PATH_NAMES = NAMES[:8] + ["A", ".vscode", "settings.json", ".husky", ".envrc"]
+rel_path = st.lists(st.sampled_from(PATH_NAMES), min_size=1, max_size=3).map("/".join)
+rule = st.tuples(
+    st.one_of(st.just("."), rel_path, st.just("../outside")),
+    VERDICTS, VERDICTS,
+    st.lists(st.sampled_from(GLOBS), max_size=2),
+    st.lists(st.sampled_from(GLOBS), max_size=2),
+)
+
+
+def engine(tools: FileTools, op: str, target: Target) -> str:
+    """The full engine's verdict after grants (a batch of one: no fast path)."""
+    return tools.policy.decide_batch([(op, target)], granted=tools.grants).results[0].verdict
+
+
+def full_peek(tools: FileTools, root: str, relative: str) -> str:
+    """``FileTools.peek`` with the full engine: the resolver, then a batch of one."""
+    try:
+        target = tools._target(resolve(root, relative.replace("%", "%25")))
+    except (ResolveError, _Changed):
+        return "deny"
+    return engine(tools, "read", target)
+
+
+def _toml(rules, worktrees: str) -> str:
+    lines = ["version = 2", "[workspace]", f'worktrees = "{worktrees}"']
+    for index, (path, read, write, includes, excludes) in enumerate(rules):
+        policies = ", ".join(f'{k} = "{v}"' for k, v in (("read", read), ("write", write)) if v)
+        lines += ["[[paths]]", f'id = "r{index}"', f'path = "{path}"', f"policies = {{ {policies} }}"]
+        if includes:
+            lines.append("includes = [" + ", ".join(f'"{g}"' for g in includes) + "]")
+        if excludes:
+            lines.append("excludes = [" + ", ".join(f'"{g}"' for g in excludes) + "]")
+    return "\n".join(lines) + "\n"
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(
+    dirs=st.lists(rel_path, max_size=6),
+    files=st.lists(rel_path, max_size=8),
+    rules=st.lists(rule, max_size=5),
+    where=st.sampled_from(["user", "project"]),
+    worktrees=st.sampled_from(["include", "request"]),
+    second_root=st.sampled_from([None, "a", "b/a", "gen"]),
+    grant_every=st.integers(min_value=0, max_value=3),
+    link=st.booleans(),
+    hard=st.lists(st.tuples(rel_path, rel_path), max_size=3),
+)
+def test_listing_fast_path_matches_the_engine(tmp_path_factory, dirs, files, rules, where, worktrees, second_root,
+                                              grant_every, link, hard):
+    base = Path(os.path.realpath(tempfile.mkdtemp(dir=tmp_path_factory.getbasetemp())))
+    repo = base / "repo"
+    repo.mkdir()
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    text = _toml(rules, worktrees)
+    (repo / ".rootguard.toml").write_text(text if where == "project" else "version = 2\n")
+    for d in dirs:
+        try:
+            (repo / d).mkdir(parents=True, exist_ok=True)
+        except OSError:
+            pass
+    for f in files:
+        try:
+            (repo / f).parent.mkdir(parents=True, exist_ok=True)
+            if not (repo / f).exists():
+                (repo / f).write_text("x")
+        except OSError:
+            pass
+    for name in NAMES:
+        if not (repo / name).exists():
+            (repo / name).write_text("x") if name != ".git" else None
+    for existing, alias in hard:  # hard links: a denied file's inode under another name
+        try:
+            if (repo / existing).is_file() and not (repo / alias).exists():
+                (repo / alias).parent.mkdir(parents=True, exist_ok=True)
+                os.link(repo / existing, repo / alias)
+        except OSError:
+            pass
+    (base / "outside").mkdir()
+    if link:
+        (repo / "out-link").symlink_to(base / "outside")
+        (repo / "in-link").symlink_to("gen")
+    sibling = base / "repo-wt"
+    subprocess.run(["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q",
+                    "--allow-empty", "-m", "init"], check=True)
+    subprocess.run(["git", "-C", str(repo), "worktree", "add", "-q", str(sibling)], check=True)
+    env = {"HOME": str(base / "home"), "XDG_CONFIG_HOME": str(base / "home" / ".config")}
+    if where == "user":
+        (base / "user.toml").write_text(text)
+        env["ROOTGUARD_CONFIG"] = str(base / "user.toml")
+    else:
+        env["ROOTGUARD_CONFIG"] = str(base / "none.toml")
+    roots = [str(repo)]
+    if second_root and (repo / second_root).is_dir():
+        roots.append(str(repo / second_root))
+    tools = FileTools(roots, env=env)
+    directories = [p for p in [repo, sibling, *[repo / d for d in dirs]] if p.is_dir()]
+    if link and (repo / "in-link").is_dir():
+        directories.append(repo / "in-link")
+    every = sorted(set(repo.rglob("*")) | set(sibling.rglob("*")))
+    if grant_every:
+        tools.grants.add([(need, str(p)) for n, p in enumerate(every) if n % grant_every == 0
+                          for need in ("read", "write")])
+    for directory in directories:
+        root = str(sibling) if str(directory).startswith(str(sibling)) else str(repo)
+        if root == str(sibling) and root not in tools.roots and not any(
+                p.root == root for p in tools.projects):
+            continue
+        relative = os.path.relpath(directory, root).replace(os.sep, "/")
+        relative = "" if relative == "." else relative
+        verdict, resolved = tools.peek(root, relative or ".")
+        if resolved is None:
+            continue
+        inner = os.path.relpath(resolved.canonical, resolved.root).replace(os.sep, "/")
+        entries = safe_io.list_directory(resolved.root, "" if inner == "." else inner)
+        fast = tools.peek_entries(resolved, entries)
+        slow = [full_peek(tools, root, f"{relative}/{e.name}" if relative else e.name) for e in entries]
+        assert fast == slow, (text, directory, [e.name for e in entries])
+        plain = [e.name for e in entries if e.kind != "symlink"]
+        if resolved.traversed_symlink:
+            continue
+        seen = [inspect(os.path.join(resolved.canonical, n)) for n in plain]
+        for op in ("read", "write", "delete", "metadata"):
+            quick = tools.policy.decide_children(op, resolved.canonical, plain, tools.grants, seen)
+            full = [engine(tools, op, Target(os.path.join(resolved.canonical, n), inode=i, nlink=k))
+                    for n, (i, k) in zip(plain, seen, strict=True)]
+            assert [tools.policy.decide_granted(op, Target(os.path.join(resolved.canonical, n), inode=i, nlink=k),
+                                                tools.grants) for n, (i, k) in zip(plain, seen, strict=True)] == full
+            assert quick == full, (op, text, directory, plain)
+
+
+def test_a_hard_link_to_a_denied_file_is_hidden_from_a_listing(tmp_path):
+    """The fast path sends a file with several links to the engine's hard-link check, as peek does."""
+    repo = Path(os.path.realpath(tmp_path)) / "repo"
+    (repo / "sub").mkdir(parents=True)
+    (repo / "sub" / ".env").write_text("KEY=x\n")
+    os.link(repo / "sub" / ".env", repo / "sub" / "notes.txt")
+    (repo / "sub" / "plain.txt").write_text("x\n")
+    config = tmp_path / "user.toml"
+    config.write_text('version = 2\n[[paths]]\nid = "dotenv"\npath = "sub/.env"\npolicies = { read = "deny" }\n'
+                      .replace('"sub/.env"', f'"{repo}/sub/.env"'))
+    tools = FileTools([str(repo)], env={"ROOTGUARD_CONFIG": str(config), "HOME": str(tmp_path)})
+    verdict, resolved = tools.peek(str(repo), "sub")
+    assert verdict == "allow" and resolved is not None
+    entries = safe_io.list_directory(str(repo), "sub")
+    fast = dict(zip([e.name for e in entries], tools.peek_entries(resolved, entries), strict=True))
+    slow = {e.name: full_peek(tools, str(repo), f"sub/{e.name}") for e in entries}
+    assert fast == slow == {".env": "deny", "notes.txt": "deny", "plain.txt": "allow"}
+
+
+def test_children_that_are_anchors_themselves_get_their_own_rules(tmp_path):
+    """A rule on a child directory or file (not on the listed directory) decides that child."""
+    repo = Path(os.path.realpath(tmp_path)) / "repo"
+    for name in ("vault", "open", "docs"):
+        (repo / name).mkdir(parents=True)
+    (repo / "prod.tfvars").write_text("x\n")
+    (repo / "README.md").write_text("x\n")
+    config = tmp_path / "user.toml"
+    config.write_text(f'version = 2\n[[paths]]\nid = "vault"\npath = "{repo}/vault"\npolicies = {{ read = "deny" }}\n'
+                      f'[[paths]]\nid = "tf"\npath = "{repo}/prod.tfvars"\npolicies = {{ read = "request" }}\n'
+                      f'[[paths]]\nid = "docs"\npath = "{repo}/docs"\npolicies = {{ read = "allow", write = "deny" }}\n')
+    tools = FileTools([str(repo)], env={"ROOTGUARD_CONFIG": str(config), "HOME": str(tmp_path)})
+    verdict, resolved = tools.peek(str(repo), ".")
+    assert resolved is not None
+    entries = safe_io.list_directory(str(repo), "")
+    fast = dict(zip([e.name for e in entries], tools.peek_entries(resolved, entries), strict=True))
+    slow = {e.name: full_peek(tools, str(repo), e.name) for e in entries}
+    assert fast == slow
+    assert fast["vault"] == "deny" and fast["prod.tfvars"] == "request" and fast["open"] == "allow"
+    names = [e.name for e in entries]
+    for op in ("read", "write"):
+        quick = tools.policy.decide_children(op, str(repo), names)
+        assert quick == [engine(tools, op, Target(os.path.join(str(repo), n), inode=inspect(os.path.join(str(repo), n))[0],
+                                                  nlink=inspect(os.path.join(str(repo), n))[1])) for n in names]

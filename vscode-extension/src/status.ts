@@ -70,7 +70,9 @@ function renderRunning(status: Status, folderCount: number, paths: Paths): Statu
   let background: Background;
   if (status.widened) {
     // still wide (a folder inside another stays a widening), but the user accepted it
-    text = `$(warning) ${widenedText(status)}${status.acknowledged === true ? ' · acknowledged' : ''}`;
+    const summary = widenedText(status);
+    const acknowledged = status.acknowledged === true && !summary.includes('acknowledged') ? ' · acknowledged' : '';
+    text = `$(warning) ${summary}${acknowledged}`;
     background = 'warning';
   } else if (status.roots.length === 0 || folderCount === 0) {
     text = '$(shield) no folder';

@@ -136,20 +136,28 @@ async function addFolderThroughTheUi(page, folder) {
       throw error;
     });
   log(`add folder dialog: ${folder}`);
-  // The dialog resolves the typed path asynchronously; a click while it is still
-  // updating can be lost. Click until the window starts to reload.
+  // The dialog resolves the typed path asynchronously (its progress bar runs while it
+  // does); a click while it is busy can be lost, and a second click during the reload
+  // that the first one started opens the new window without folders. So: click only
+  // when the dialog is idle, then wait for the reload; click again only if the dialog
+  // is still open and idle a long while later.
+  const idle = () => page.waitForFunction(
+    () => !document.querySelector('.quick-input-widget .monaco-progress-container.active'),
+    undefined, { timeout: 30_000, polling: 100 },
+  ).catch(() => log('the dialog still shows progress; clicking anyway'));
   for (let attempt = 1; ; attempt += 1) {
+    await idle();
     await add.click({ timeout: 10_000 }).catch(() => undefined);
     try {
-      await page.waitForURL(/[?&]workspace=/, { timeout: 20_000, waitUntil: 'commit' });
+      await page.waitForURL(/[?&]workspace=/, { timeout: 60_000, waitUntil: 'commit' });
       return;
     } catch (error) {
       if (!(await add.isVisible().catch(() => false))) {
         // the dialog closed: the click took; the reload is only slow
-        await page.waitForURL(/[?&]workspace=/, { timeout: 60_000, waitUntil: 'commit' });
+        await page.waitForURL(/[?&]workspace=/, { timeout: 120_000, waitUntil: 'commit' });
         return;
       }
-      if (attempt >= 4) {
+      if (attempt >= 3) {
         await page.screenshot({ path: `${screenshot}.add-folder-failed.png` });
         throw new Error(`"Add" did not reload the window into a workspace (screenshot ${screenshot}.add-folder-failed.png)`);
       }

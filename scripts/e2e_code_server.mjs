@@ -141,10 +141,22 @@ async function addFolderThroughTheUi(page, folder) {
   // that the first one started opens the new window without folders. So: click only
   // when the dialog is idle, then wait for the reload; click again only if the dialog
   // is still open and idle a long while later.
-  const idle = () => page.waitForFunction(
-    () => !document.querySelector('.quick-input-widget .monaco-progress-container.active'),
-    undefined, { timeout: 30_000, polling: 100 },
-  ).catch(() => log('the dialog still shows progress; clicking anyway'));
+  // "busy" shows its progress bar only after 800 ms, so idle also means: the dialog's
+  // DOM has been quiet for a second (no list update in flight).
+  const idle = async () => {
+    await page.waitForFunction(
+      () => !document.querySelector('.quick-input-widget .monaco-progress-container.active'),
+      undefined, { timeout: 30_000, polling: 100 },
+    ).catch(() => log('the dialog still shows progress; clicking anyway'));
+    await page.evaluate(() => new Promise((resolve) => {
+      const widget = document.querySelector('.quick-input-widget') ?? document.body;
+      let timer = setTimeout(done, 1000);
+      const deadline = setTimeout(done, 15_000);
+      const observer = new MutationObserver(() => { clearTimeout(timer); timer = setTimeout(done, 1000); });
+      observer.observe(widget, { subtree: true, childList: true, attributes: true, characterData: true });
+      function done() { observer.disconnect(); clearTimeout(timer); clearTimeout(deadline); resolve(undefined); }
+    }));
+  };
   for (let attempt = 1; ; attempt += 1) {
     await idle();
     await add.click({ timeout: 10_000 }).catch(() => undefined);

@@ -115,14 +115,26 @@ async function addFolderThroughTheUi(page, folder) {
   // code-server's simple file dialog: a quick input holding a path, with an "Add" button
   const add = page.locator('.quick-input-widget .monaco-button', { hasText: /^Add$/ }).first();
   await add.waitFor({ state: 'visible', timeout: 30_000 });
-  await input.click();
-  await input.press('Control+A');
-  await input.pressSequentially(folder.endsWith('/') ? folder : `${folder}/`, { delay: 5 });
-  await page.waitForFunction(
-    ([selector, wanted]) => document.querySelector(selector)?.value?.replace(/\/$/, '') === wanted,
-    ['.quick-input-widget .quick-input-box input', folder.replace(/\/$/, '')],
-    { timeout: 10_000 },
-  );
+  const typed = folder.endsWith('/') ? folder : `${folder}/`;
+  for (let attempt = 1; ; attempt += 1) {
+    await input.click();
+    await input.press('Control+A');
+    await input.pressSequentially(typed, { delay: 5 });
+    try {
+      await page.waitForFunction(
+        ([selector, wanted]) => document.querySelector(selector)?.value?.replace(/\/$/, '') === wanted,
+        ['.quick-input-widget .quick-input-box input', folder.replace(/\/$/, '')],
+        { timeout: 10_000 },
+      );
+      break;
+    } catch (error) {
+      const value = await input.inputValue().catch(() => '?');
+      if (attempt >= 3) {
+        throw new Error(`the file dialog holds "${value}" after typing "${typed}" three times`);
+      }
+      log(`the file dialog holds "${value}" after typing "${typed}"; typing again`);
+    }
+  }
   // the dialog has caught up with the typed path once it lists the folder (in its
   // parent) or the folder's own directories (inside it); either way "Add" takes the path
   const names = [basename(folder.replace(/\/$/, '')),
@@ -159,7 +171,7 @@ async function addFolderThroughTheUi(page, folder) {
   };
   for (let attempt = 1; ; attempt += 1) {
     await idle();
-    await add.click({ timeout: 10_000 }).catch(() => undefined);
+    await add.click({ timeout: 10_000 }).catch((error) => log(`the "Add" click did not happen: ${String(error.message).split('\n')[0]}`));
     try {
       await page.waitForURL(/[?&]workspace=/, { timeout: 60_000, waitUntil: 'commit' });
       return;

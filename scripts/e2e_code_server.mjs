@@ -49,7 +49,10 @@ async function waitForStatus(page, what, predicate, timeout) {
       { timeout, polling: 250 },
     );
   } catch (error) {
-    throw new Error(`timed out waiting for ${what}; the status bar item says "${await statusText(page)}"`);
+    await page.screenshot({ path: `${screenshot}.timeout.png` }).catch(() => undefined);
+    const folders = await page.locator('.explorer-folders-view .monaco-list-row').allInnerTexts().catch(() => []);
+    throw new Error(`timed out waiting for ${what}; the status bar item says "${await statusText(page)}"; `
+      + `explorer rows ${JSON.stringify(folders.slice(0, 5))}; screenshot ${screenshot}.timeout.png`);
   }
   const text = await statusText(page);
   log(`${what}: "${text}"`);
@@ -232,7 +235,21 @@ try {
   await page.waitForSelector('#workbench\\.parts\\.statusbar', { timeout: 120_000 });
 
   // 3. the warning, the notification and the report
-  await waitForStatus(page, 'widening warning after Add Folder', WIDENED, 180_000);
+  try {
+    await waitForStatus(page, 'widening warning after Add Folder', WIDENED, 90_000);
+  } catch (error) {
+    // code-server sometimes opens the new untitled workspace before its folders are in
+    // it: the window says "NO FOLDER OPENED" although the file holds both (seen in about
+    // one run in eight; Root Guard rightly says "no folder"). A person reloads the page.
+    const empty = await page.locator('.explorer-folders-view .monaco-list-row').count() === 0;
+    if (!empty || !/no folder/.test(await statusText(page))) {
+      throw error;
+    }
+    log('code-server opened the workspace without its folders; reloading the page as a person would');
+    await page.reload({ waitUntil: 'domcontentloaded' });
+    await page.waitForSelector('#workbench\\.parts\\.statusbar', { timeout: 120_000 });
+    await waitForStatus(page, 'widening warning after Add Folder (reloaded)', WIDENED, 180_000);
+  }
   await assertWarningBackground(page);
   const toast = await widenNotification(page, 60_000);
   await saveScreenshot(page, screenshot);

@@ -156,22 +156,24 @@ _store_lock = threading.Lock()
 
 
 def refs_digest(common: str) -> str | None:
-    """A digest of every ref, HEAD and the shallow boundary of ``common``; None when git cannot tell."""
-    import hashlib
-
+    """Every ref, HEAD and the shallow boundary of ``common``, with the credential-name rules:
+    the text itself when short (most repositories), else its SHA-256. None when git cannot tell."""
     out = _git(common, "show-ref", "--head")
     if out is None:  # exit 1: no ref at all (a new repository): nothing worth keeping
         return None
-    digest = hashlib.sha256(out)
     try:
         with open(os.path.join(common, "shallow"), "rb") as handle:
-            digest.update(b"\0shallow\0" + handle.read())
+            out += b"\0shallow\0" + handle.read()
     except OSError:
         pass
     from lsp_bridge.inventory.secrets import CREDENTIAL_NAME_PATTERN, CREDENTIAL_PARENTS
 
-    digest.update(f"\0{_STORE_FORMAT}\0{CREDENTIAL_NAME_PATTERN}\0{sorted(CREDENTIAL_PARENTS)}".encode())
-    return digest.hexdigest()
+    rules = f"\0{_STORE_FORMAT}\0{CREDENTIAL_NAME_PATTERN}\0{sorted(CREDENTIAL_PARENTS)}".encode()
+    if len(out) <= 16384:  # hashlib's import (OpenSSL) costs more than keeping the text
+        return (out + rules).decode("utf-8", errors="surrogateescape")
+    import hashlib
+
+    return "sha256:" + hashlib.sha256(out + rules).hexdigest()
 
 
 def _store_path() -> str | None:

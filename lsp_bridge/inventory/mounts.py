@@ -41,6 +41,8 @@ CONTAINER_COMMANDS = ("docker", "podman")
 
 @dataclass(frozen=True)
 class MountSuggestion:
+    """One mount of the suggested narrow set."""
+
     source: str
     target: str
     mode: str  # "ro" | "rw"
@@ -52,6 +54,8 @@ class MountSuggestion:
 
 @dataclass(frozen=True)
 class Reconciliation:
+    """Configured mounts against the union, and the narrow mount set it needs."""
+
     mounts: tuple[Mount, ...] = ()
     roots_without_mount: tuple[str, ...] = ()
     mounts_outside_union: tuple[Mount, ...] = ()
@@ -198,6 +202,8 @@ _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 @dataclass(frozen=True)
 class _Context:
+    """What ``${...}`` variables resolve against."""
+
     folder: str
     env: Mapping[str, str]
     folders: tuple[str, ...]

@@ -85,6 +85,8 @@ class _Dir:
 
 @dataclass
 class _Exposure:
+    """What one union exposes."""
+
     files: int = 0
     credentials: dict[str, int] = field(default_factory=dict)
     git: dict[str, list[str]] = field(default_factory=dict)  # common dir -> via

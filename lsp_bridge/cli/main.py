@@ -54,7 +54,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if argv and argv[0] in DELEGATED:  # these parse their own options, --help included
             return _delegate(argv[0], argv[1:])
-        parser = _parser()
+        parser = _parser(only=argv[0] if argv and not argv[0].startswith("-") else None)
         parser.run_mode = argv[:1] == ["run"]  # its usage errors are 125
         args = parser.parse_args(argv)
         if not getattr(args, "run", None):
@@ -471,7 +471,29 @@ class _Parser(argparse.ArgumentParser):
 JSON_HELP = "print the stable JSON object (docs/cli.md) instead of text"
 
 
-def _parser() -> _Parser:
+class _Absorb:
+    """Stands for the parser of a command that is not being run: every call is ignored."""
+
+    def __getattr__(self, name: str):
+        return lambda *args, **kwargs: self
+
+
+class _OnlyOne:
+    """Every command is registered (so the names, the choices and their errors stay the same),
+    but only ``only``'s options are built: building them all costs more than a command's own
+    work (``roots``, ``check``). ``only=None``: all of them (``rootguard --help``)."""
+
+    def __init__(self, sub, only: str | None) -> None:
+        self.sub, self.only = sub, only
+
+    def add_parser(self, name: str, **kwargs):
+        if self.only is None or name == self.only:
+            return self.sub.add_parser(name, **kwargs)
+        self.sub.add_parser(name, help=kwargs.get("help"), add_help=False)
+        return _Absorb()
+
+
+def _parser(only: str | None = None) -> _Parser:
     parser = _Parser(
         prog="rootguard",
         description="Root Guard: keep an AI agent's file access as narrow as you meant it.",
@@ -479,7 +501,7 @@ def _parser() -> _Parser:
                "2 bad input or invalid configuration. See docs/cli.md.",
     )
     parser.add_argument("--version", action=_VersionAction, help="show the version and exit")
-    sub = parser.add_subparsers(metavar="COMMAND", parser_class=_Parser)
+    sub = _OnlyOne(parser.add_subparsers(metavar="COMMAND", parser_class=_Parser), only)
 
     p = sub.add_parser("roots", help="effective roots of FOLDERs: union, shadowed entries, worktrees",
                        description="Show the effective roots of an editor window opened on FOLDERs.")

@@ -160,7 +160,7 @@ def _wildmatch() -> Any:
     try:  # pathspec >= 1.0 renamed the gitwildmatch pattern class
         from pathspec.patterns.gitignore.spec import GitIgnoreSpecPattern
     except ImportError:  # pragma: no cover - pathspec 0.12
-        from pathspec.patterns import GitWildMatchPattern as GitIgnoreSpecPattern  # type: ignore[no-redef]
+        from pathspec.patterns import GitWildMatchPattern as GitIgnoreSpecPattern
     return GitIgnoreSpecPattern
 
 

@@ -358,6 +358,13 @@ def test_the_history_is_kept_between_runs_while_no_ref_moves(tmp_path):
     assert history.refs_digest(common) != json.loads(store.read_text())["repos"][common]["key"]
     assert inventory([], [str(repo)]).git[0].commits == 4
 
+    # So does a commit on a linked worktree's detached HEAD, which no ref names.
+    linked = tmp_path / "svc-detached"
+    git(repo, "worktree", "add", "-q", "--detach", str(linked))
+    assert inventory([], [str(repo)]).git[0].commits == 4
+    git(linked, "commit", "-q", "--allow-empty", "-m", "detached work")
+    assert inventory([], [str(repo)]).git[0].commits == 5
+
 
 def test_a_damaged_history_store_is_read_again(tmp_path):
     from lsp_bridge.inventory import history

@@ -161,11 +161,11 @@ def refs_digest(common: str) -> str | None:
     out = _git(common, "show-ref", "--head")
     if out is None:  # exit 1: no ref at all (a new repository): nothing worth keeping
         return None
-    try:
-        with open(os.path.join(common, "shallow"), "rb") as handle:
-            out += b"\0shallow\0" + handle.read()
-    except OSError:
-        pass
+    # --all also reads the HEAD of every linked worktree (a detached one is on no ref).
+    for name in sorted(_listdir(os.path.join(common, "worktrees"))):
+        out += b"\0worktree\0" + name.encode("utf-8", "surrogateescape") + b"\0"
+        out += _read_small(os.path.join(common, "worktrees", name, "HEAD"))
+    out += b"\0shallow\0" + _read_small(os.path.join(common, "shallow"), limit=1 << 20)
     from lsp_bridge.inventory.secrets import CREDENTIAL_NAME_PATTERN, CREDENTIAL_PARENTS
 
     rules = f"\0{_STORE_FORMAT}\0{CREDENTIAL_NAME_PATTERN}\0{sorted(CREDENTIAL_PARENTS)}".encode()
@@ -174,6 +174,25 @@ def refs_digest(common: str) -> str | None:
     import hashlib
 
     return "sha256:" + hashlib.sha256(out + rules).hexdigest()
+
+
+def _listdir(path: str) -> list[str]:
+    try:
+        return os.listdir(path)
+    except OSError:
+        return []
+
+
+def _read_small(path: str, limit: int = 4096) -> bytes:
+    """Up to ``limit`` bytes of a file (a longer one: its size and time instead); b"" when absent."""
+    try:
+        info = os.stat(path)
+        if info.st_size > limit:
+            return f"size {info.st_size} mtime {info.st_mtime_ns}".encode()
+        with open(path, "rb") as handle:
+            return handle.read(limit)
+    except OSError:
+        return b""
 
 
 def _store_path() -> str | None:

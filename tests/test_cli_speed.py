@@ -152,3 +152,16 @@ def test_user_directories_are_platformdirs_answers(monkeypatch: pytest.MonkeyPat
     assert userdirs.user_config_dir() == platformdirs.user_config_dir("rootguard")
     assert userdirs.user_cache_dir() == platformdirs.user_cache_dir("rootguard")
     assert userdirs.user_state_dir() == platformdirs.user_state_dir("rootguard")
+
+
+def test_every_command_is_listed_though_only_the_one_run_is_built():
+    """``main`` builds the options of the command being run only; the others stay registered."""
+    names = ["roots", "check", "inventory", "mounts", "run", "config", "demo", "trace", "probe",
+             "lsp", "tray", "mcp", "audit"]
+    listing = subprocess.run([ROOTGUARD, "--help"], capture_output=True, text=True, timeout=120).stdout
+    for name in names:
+        assert f"\n    {name}" in listing, name
+    wrong = subprocess.run([ROOTGUARD, "rots", "/x"], capture_output=True, text=True, timeout=120)
+    assert wrong.returncode == 2 and all(repr(name) in wrong.stderr for name in names), wrong.stderr
+    check = subprocess.run([ROOTGUARD, "check", "--help"], capture_output=True, text=True, timeout=120).stdout
+    assert "--op {read,write,delete,rename,metadata}" in check

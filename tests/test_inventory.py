@@ -324,6 +324,61 @@ def test_a_history_git_cannot_read_is_unknown_not_empty(tmp_path):
     assert report.summary_line().endswith(".git (? commits)")
 
 
+def test_the_history_is_kept_between_runs_while_no_ref_moves(tmp_path):
+    """A second process reads the kept answers (one ``git show-ref``), never after a ref moved."""
+    from lsp_bridge.inventory import history
+
+    repo = new_repo(tmp_path / "svc", commits=2)
+    (repo / ".env").write_text("API_TOKEN=Qw12Er34Ty56Ui78\n")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "config")
+    first = inventory([], [str(repo)]).git[0]
+    assert (first.commits, first.deleted_sensitive) == (3, ())
+    store = Path(history._store_path())
+    common = str(repo / ".git")
+    assert json.loads(store.read_text())["repos"][common]["key"] == history.refs_digest(common)
+    assert oct(store.stat().st_mode & 0o777) == "0o600"
+
+    # What is kept is what is shown: an entry under the current refs answers for git.
+    data = json.loads(store.read_text())
+    data["repos"][common]["commits"] = 12345
+    store.write_text(json.dumps(data))
+    assert inventory([], [str(repo)]).git[0].commits == 12345
+    assert InventoryCache(persistent=False).report([], [str(repo)]).git[0].commits == 3
+
+    # A ref moves (a deletion committed): read again, the kept entry replaced.
+    git(repo, "rm", "-q", ".env")
+    git(repo, "commit", "-q", "-m", "drop the env file")
+    again = inventory([], [str(repo)]).git[0]
+    assert (again.commits, again.deleted_sensitive) == (4, (".env",))
+    assert json.loads(store.read_text())["repos"][common]["commits"] == 4
+
+    # A branch elsewhere (not HEAD's) moving changes the key too: --all reads every ref.
+    git(repo, "branch", "side")
+    assert history.refs_digest(common) != json.loads(store.read_text())["repos"][common]["key"]
+    assert inventory([], [str(repo)]).git[0].commits == 4
+
+    # So does a commit on a linked worktree's detached HEAD, which no ref names.
+    linked = tmp_path / "svc-detached"
+    git(repo, "worktree", "add", "-q", "--detach", str(linked))
+    assert inventory([], [str(repo)]).git[0].commits == 4
+    git(linked, "commit", "-q", "--allow-empty", "-m", "detached work")
+    assert inventory([], [str(repo)]).git[0].commits == 5
+
+
+def test_a_damaged_history_store_is_read_again(tmp_path):
+    from lsp_bridge.inventory import history
+
+    repo = new_repo(tmp_path / "svc", commits=2)
+    inventory([], [str(repo)])
+    store = Path(history._store_path())
+    for damage in ("not json", json.dumps({"format": 1, "repos": {str(repo / ".git"): {"key": "x"}}}),
+                   json.dumps({"format": 1, "repos": {str(repo / ".git"): {
+                       "key": history.refs_digest(str(repo / ".git")), "commits": "two"}}})):
+        store.write_text(damage)
+        assert inventory([], [str(repo)]).git[0].commits == 2
+
+
 def test_importing_is_cheap_and_warm_up_loads_the_detectors(tmp_path):
     """The first process imports detect-secrets and keeps its patterns; the next one needs no import.
 

@@ -17,7 +17,6 @@ To add a command: write ``cmd_name(args) -> int`` and register it in ``_parser``
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 from collections.abc import Sequence
@@ -55,7 +54,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if argv and argv[0] in DELEGATED:  # these parse their own options, --help included
             return _delegate(argv[0], argv[1:])
-        parser = _parser()
+        parser = _parser(only=argv[0] if argv and not argv[0].startswith("-") else None)
         parser.run_mode = argv[:1] == ["run"]  # its usage errors are 125
         args = parser.parse_args(argv)
         if not getattr(args, "run", None):
@@ -315,6 +314,8 @@ def _after_dashes(command: Sequence[str], name: str, what: str) -> list[str]:
 def _emit(args, data: dict, text) -> None:
     """Print ``data`` as JSON with --json, else ``text(data)``."""
     if getattr(args, "json", False):
+        import json
+
         _write(json.dumps(data, indent=2, ensure_ascii=False))
     else:
         _write(text(data))
@@ -354,6 +355,8 @@ def _fail(argv: Sequence[str], message: str) -> int:
     message = _safe(message)
     print(f"rootguard: {message}", file=sys.stderr)
     if _wants_json(argv):
+        import json
+
         _write(json.dumps({"error": {"kind": "bad-input", "message": message, "diagnostics": []}}, indent=2))
     return EXIT_BAD_INPUT
 
@@ -379,6 +382,8 @@ def _fail_config(argv: Sequence[str], diagnostics) -> int:
             items.append(item)
         error = {"kind": "invalid-configuration",
                  "message": "invalid configuration: nothing was checked", "diagnostics": items}
+        import json
+
         _write(json.dumps({"error": error}, indent=2, ensure_ascii=False))
     return EXIT_BAD_INPUT
 
@@ -418,11 +423,38 @@ def _version() -> str:
         return __version__
 
 
+def _columns() -> int:
+    """``shutil.get_terminal_size().columns`` without importing shutil (and bz2, lzma...)
+    on every start: COLUMNS, else the terminal on stdout, else 80."""
+    try:
+        columns = int(os.environ.get("COLUMNS", "0"))
+    except ValueError:
+        columns = 0
+    if columns <= 0:
+        try:
+            columns = os.get_terminal_size(sys.__stdout__.fileno()).columns  # type: ignore[union-attr]
+        except (AttributeError, ValueError, OSError):
+            columns = 0
+    return columns if columns > 0 else 80
+
+
+class _Formatter(argparse.HelpFormatter):
+    """argparse's help layout; the width is found as argparse finds it, minus its shutil import."""
+
+    def __init__(self, prog: str, indent_increment: int = 2, max_help_position: int = 24,
+                 width: int | None = None) -> None:
+        super().__init__(prog, indent_increment, max_help_position, _columns() - 2 if width is None else width)
+
+
 class _Parser(argparse.ArgumentParser):
     """Usage errors are one line on stderr and exit 2 (``--json``: an error object too);
     ``rootguard run`` exits 125 instead, leaving 1 and 2 to COMMAND."""
 
     run_mode = False  # set on the top-level parser when the command is ``run``
+
+    def __init__(self, *args, **kwargs) -> None:
+        kwargs.setdefault("formatter_class", _Formatter)
+        super().__init__(*args, **kwargs)
 
     def error(self, message: str) -> NoReturn:
         if self.prog.split()[-1:] == ["run"] or self.run_mode:
@@ -430,6 +462,8 @@ class _Parser(argparse.ArgumentParser):
             sys.exit(EXIT_UNCONFINED)
         print(f"{self.prog}: error: {message} (see {self.prog} --help)", file=sys.stderr)
         if _wants_json(sys.argv[1:]):
+            import json
+
             _write(json.dumps({"error": {"kind": "bad-input", "message": message, "diagnostics": []}}))
         sys.exit(EXIT_BAD_INPUT)
 
@@ -437,7 +471,29 @@ class _Parser(argparse.ArgumentParser):
 JSON_HELP = "print the stable JSON object (docs/cli.md) instead of text"
 
 
-def _parser() -> _Parser:
+class _Absorb:
+    """Stands for the parser of a command that is not being run: every call is ignored."""
+
+    def __getattr__(self, name: str):
+        return lambda *args, **kwargs: self
+
+
+class _OnlyOne:
+    """Every command is registered (so the names, the choices and their errors stay the same),
+    but only ``only``'s options are built: building them all costs more than a command's own
+    work (``roots``, ``check``). ``only=None``: all of them (``rootguard --help``)."""
+
+    def __init__(self, sub, only: str | None) -> None:
+        self.sub, self.only = sub, only
+
+    def add_parser(self, name: str, **kwargs):
+        if self.only is None or name == self.only:
+            return self.sub.add_parser(name, **kwargs)
+        self.sub.add_parser(name, help=kwargs.get("help"), add_help=False)
+        return _Absorb()
+
+
+def _parser(only: str | None = None) -> _Parser:
     parser = _Parser(
         prog="rootguard",
         description="Root Guard: keep an AI agent's file access as narrow as you meant it.",
@@ -445,7 +501,7 @@ def _parser() -> _Parser:
                "2 bad input or invalid configuration. See docs/cli.md.",
     )
     parser.add_argument("--version", action=_VersionAction, help="show the version and exit")
-    sub = parser.add_subparsers(metavar="COMMAND", parser_class=_Parser)
+    sub = _OnlyOne(parser.add_subparsers(metavar="COMMAND", parser_class=_Parser), only)
 
     p = sub.add_parser("roots", help="effective roots of FOLDERs: union, shadowed entries, worktrees",
                        description="Show the effective roots of an editor window opened on FOLDERs.")

@@ -10,7 +10,6 @@ pattern the matcher cannot honour is an error, never a silent non-match.
 
 from __future__ import annotations
 
-import datetime as _dt
 import os
 import posixpath
 from collections.abc import Mapping
@@ -107,6 +106,8 @@ def _toml_type(value: Any) -> str:
         return "an array"
     if isinstance(value, dict):
         return "a table"
+    import datetime as _dt  # only for a value of no other type (a TOML date): not imported on every start
+
     if isinstance(value, (_dt.datetime, _dt.date, _dt.time)):
         return "a date-time"
     return type(value).__name__

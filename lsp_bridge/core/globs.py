@@ -32,13 +32,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-
-import bracex
-
-try:  # pathspec >= 1.0 renamed the gitwildmatch pattern class
-    from pathspec.patterns.gitignore.spec import GitIgnoreSpecPattern as _GitWildMatch
-except ImportError:  # pragma: no cover - pathspec 0.12
-    from pathspec.patterns import GitWildMatchPattern as _GitWildMatch
+from typing import Any
 
 MAX_ALTERNATIVES = 256
 _GLOB_CHARS = "*?[{"
@@ -104,6 +98,8 @@ def expand(pattern: str) -> list[str]:
         raise GlobError(f"it has {problem}")
     if re.search(r"\{,|,,|,\}|\{\}", pattern):
         raise GlobError("an alternative in {...} is empty")
+    import bracex  # imported when a pattern is first checked: `rootguard check` with no globs never needs it
+
     try:
         alternatives = bracex.expand(pattern, limit=MAX_ALTERNATIVES)
     except Exception as exc:  # noqa: BLE001 - bracex's limit exception or a malformed expression
@@ -147,8 +143,9 @@ def _compile_alternative(alt: str) -> list[re.Pattern[str]]:
         head = head[: -len("/**")]
     if head != alt and head not in ("", "/", "**"):
         forms.append(head if head.startswith(("/", "**/")) or "/" in head else "/" + head)
+    wildmatch = _wildmatch()
     for form in forms:
-        compiled = _GitWildMatch(form)
+        compiled = wildmatch(form)
         if compiled.include is None or compiled.regex is None:
             raise GlobError("it matches nothing")
         if form == "**" or form == "/**":
@@ -156,6 +153,15 @@ def _compile_alternative(alt: str) -> list[re.Pattern[str]]:
         else:
             regexes.append(compiled.regex)
     return regexes
+
+
+def _wildmatch() -> Any:
+    """pathspec's gitwildmatch pattern class, imported on first use (pathspec costs ~10 ms to import)."""
+    try:  # pathspec >= 1.0 renamed the gitwildmatch pattern class
+        from pathspec.patterns.gitignore.spec import GitIgnoreSpecPattern
+    except ImportError:  # pragma: no cover - pathspec 0.12
+        from pathspec.patterns import GitWildMatchPattern as GitIgnoreSpecPattern
+    return GitIgnoreSpecPattern
 
 
 @dataclass(frozen=True)

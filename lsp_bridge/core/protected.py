@@ -44,10 +44,10 @@ class ProtectedAreas:
 
 def default_areas(user_file: str | None) -> ProtectedAreas:
     """The user configuration directory, ``ROOTGUARD_CONFIG``'s file and the state directory."""
-    import platformdirs
+    from lsp_bridge.core.userdirs import user_config_dir, user_state_dir  # platformdirs' answers, lighter
 
-    config_dir = os.path.realpath(platformdirs.user_config_dir("rootguard"))
-    state_dir = os.path.realpath(platformdirs.user_state_dir("rootguard"))
+    config_dir = os.path.realpath(user_config_dir())
+    state_dir = os.path.realpath(user_state_dir())
     return ProtectedAreas(fold(config_dir), fold(user_file) if user_file else None, fold(state_dir))
 
 

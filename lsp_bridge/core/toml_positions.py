@@ -8,9 +8,7 @@ configuration diagnostic is placed with it.
 
 from __future__ import annotations
 
-import json
 import re
-import tomllib
 from collections.abc import Callable
 from typing import Any
 
@@ -137,6 +135,8 @@ class _Locator:
             if raw.startswith("'"):
                 return raw[1:-1]
             try:
+                import json
+
                 key: str = json.loads(raw)
                 return key
             except ValueError:
@@ -229,9 +229,15 @@ def _display(path: KeyPath) -> str:
         if isinstance(part, int):
             text += f"[{part}]"
         else:
-            shown = part if _BARE_KEY.fullmatch(part) else json.dumps(part)
+            shown = part if _BARE_KEY.fullmatch(part) else _json_dumps(part)
             text += f".{shown}" if text else shown
     return text
+
+
+def _json_dumps(text: str) -> str:
+    import json  # imported when a key needs quoting, not on every start
+
+    return json.dumps(text)
 
 
 def _shown(text: str, limit: int = 60) -> str:
@@ -254,6 +260,8 @@ def parse_toml(text: str, file: str) -> tuple[dict[str, Any] | None, Diagnostic 
     magnitude faster than tomlkit on large files); tomlkit keeps no positions
     either, so ``_Locator`` supplies them. ``migrate`` edits with tomlkit.
     """
+    import tomllib  # imported when a file is there to parse: most runs have none
+
     try:
         return tomllib.loads(text), None
     except tomllib.TOMLDecodeError as exc:

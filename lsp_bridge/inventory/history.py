@@ -120,16 +120,160 @@ class _History:
 
     Git runs in its own processes, so the history is read while the tree is
     walked; ``result()`` waits for both answers. ``key`` is the ``_git_key``
-    the reading started from.
+    the reading started from. ``persistent``: answers are kept between runs in
+    the user's cache directory, keyed by every ref (``HistoryStore``), so a
+    second ``rootguard inventory`` of an unchanged repository runs one cheap git
+    command instead of reading the whole history again.
     """
 
-    def __init__(self, common: str, key: tuple) -> None:
+    def __init__(self, common: str, key: tuple, *, persistent: bool = False) -> None:
         self.key = key
-        self._commits = _in_background(_commit_count, common)
-        self._lost = _in_background(_lost_sensitive, common)
+        if persistent:
+            both = _in_background(_stored_history, common)
+            self._commits: Callable[[], int | None] = lambda: (both() or (None, None))[0]
+            self._lost: Callable[[], Lost | None] = lambda: (both() or (None, None))[1]
+        else:
+            self._commits = _in_background(_commit_count, common)
+            self._lost = _in_background(_lost_sensitive, common)
 
     def result(self) -> tuple[int | None, Lost | None]:
         return self._commits(), self._lost()
+
+
+# ---------------------------------------------------------------- kept between runs
+#
+# What the history holds is a function of the commits every ref points at: ``git log --all``
+# and ``rev-list --all`` read nothing else (plus the shallow boundary). So the answers are kept
+# under a digest of ``git show-ref --head`` (every ref and HEAD, one cheap git process) and of
+# ``shallow``, and reused only while that digest is the same. The digest is taken again after
+# a fresh reading and the answers are stored only when no ref moved meanwhile; git failures
+# ("could not tell") are never stored. The credential-name rules are part of the key, so a
+# release that changes them reads again.
+
+_STORE_FORMAT = 1
+_STORE_LIMIT = 64  # repositories remembered; the oldest entry goes first
+_store_lock = threading.Lock()
+
+
+def refs_digest(common: str) -> str | None:
+    """Every ref, HEAD and the shallow boundary of ``common``, with the credential-name rules:
+    the text itself when short (most repositories), else its SHA-256. None when git cannot tell."""
+    out = _git(common, "show-ref", "--head")
+    if out is None:  # exit 1: no ref at all (a new repository): nothing worth keeping
+        return None
+    # --all also reads the HEAD of every linked worktree (a detached one is on no ref).
+    for name in sorted(_listdir(os.path.join(common, "worktrees"))):
+        out += b"\0worktree\0" + name.encode("utf-8", "surrogateescape") + b"\0"
+        out += _read_small(os.path.join(common, "worktrees", name, "HEAD"))
+    out += b"\0shallow\0" + _read_small(os.path.join(common, "shallow"), limit=1 << 20)
+    from lsp_bridge.inventory.secrets import CREDENTIAL_NAME_PATTERN, CREDENTIAL_PARENTS
+
+    rules = f"\0{_STORE_FORMAT}\0{CREDENTIAL_NAME_PATTERN}\0{sorted(CREDENTIAL_PARENTS)}".encode()
+    if len(out) <= 16384:  # hashlib's import (OpenSSL) costs more than keeping the text
+        return (out + rules).decode("utf-8", errors="surrogateescape")
+    import hashlib
+
+    return "sha256:" + hashlib.sha256(out + rules).hexdigest()
+
+
+def _listdir(path: str) -> list[str]:
+    try:
+        return os.listdir(path)
+    except OSError:
+        return []
+
+
+def _read_small(path: str, limit: int = 4096) -> bytes:
+    """Up to ``limit`` bytes of a file (a longer one: its size and time instead); b"" when absent."""
+    try:
+        info = os.stat(path)
+        if info.st_size > limit:
+            return f"size {info.st_size} mtime {info.st_mtime_ns}".encode()
+        with open(path, "rb") as handle:
+            return handle.read(limit)
+    except OSError:
+        return b""
+
+
+def _store_path() -> str | None:
+    from lsp_bridge.core.userdirs import user_cache_dir
+
+    try:
+        return os.path.join(user_cache_dir(), "git-history.json")
+    except (ImportError, RuntimeError):
+        return None
+
+
+def _read_store(path: str) -> dict:
+    import json
+
+    try:
+        with open(path, encoding="utf-8") as handle:
+            data = json.load(handle)
+    except (OSError, ValueError):
+        return {}
+    if not isinstance(data, dict) or data.get("format") != _STORE_FORMAT or not isinstance(data.get("repos"), dict):
+        return {}
+    return data["repos"]
+
+
+def _decode(entry: dict) -> tuple[int, Lost] | None:
+    """The kept answers, or None when the entry is not exactly what ``_save`` writes."""
+    commits, deleted, renamed = entry.get("commits"), entry.get("deleted"), entry.get("renamed")
+    if type(commits) is not int or not isinstance(deleted, list) or not isinstance(renamed, list):
+        return None
+    if not all(isinstance(n, str) for n in deleted):
+        return None
+    moves = []
+    for item in renamed:
+        if not (isinstance(item, list) and len(item) == 4 and all(isinstance(x, str) for x in item[:2])
+                and all(isinstance(x, bool) for x in item[2:])):
+            return None
+        moves.append(Renamed(*item))
+    return commits, (tuple(deleted), tuple(moves))
+
+
+def _stored_history(common: str) -> tuple[int | None, Lost | None]:
+    """(commits, lost) from the store when every ref is where it was, else read and stored."""
+    path = _store_path()
+    key = refs_digest(common) if path else None
+    if path and key:
+        entry = _read_store(path).get(common)
+        if isinstance(entry, dict) and entry.get("key") == key:
+            found = _decode(entry)
+            if found is not None:
+                return found
+    counted = _in_background(_commit_count, common)
+    lost = _lost_sensitive(common)
+    commits = counted()
+    if path and key and commits is not None and lost is not None and refs_digest(common) == key:
+        _save(path, common, key, commits, lost)
+    return commits, lost
+
+
+def _save(path: str, common: str, key: str, commits: int, lost: Lost) -> None:
+    import json
+    import time
+
+    deleted, renamed = lost
+    entry = {"key": key, "commits": commits, "deleted": list(deleted), "saved": time.time(),
+             "renamed": [[r.source, r.dest, r.dest_in_tree, r.dest_is_credential_name] for r in renamed]}
+    with _store_lock:
+        repos = _read_store(path)
+        repos[common] = entry
+        if len(repos) > _STORE_LIMIT:
+            oldest = sorted(repos, key=lambda k: repos[k].get("saved", 0) if isinstance(repos[k], dict) else 0)
+            for gone in oldest[: len(repos) - _STORE_LIMIT]:
+                del repos[gone]
+        try:
+            os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
+            temp = f"{path}.{os.getpid()}.{threading.get_ident()}.tmp"
+            fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0), 0o600)
+            with os.fdopen(fd, "w", encoding="utf-8") as handle:
+                json.dump({"format": _STORE_FORMAT, "repos": repos}, handle)
+            os.replace(temp, path)
+        except OSError:
+            pass  # not kept: the next run reads the history again
 
 
 def _in_background(function: Callable[..., T], *args: object) -> Callable[[], T | None]:

@@ -19,6 +19,8 @@ _REPOSITORY_STORES = (".pnpm", ".pnpm-store", "cache", "unplugged")
 
 @dataclass(frozen=True)
 class CredentialFile:
+    """A credential-bearing file and how many credentials it holds."""
+
     path: str
     count: int
 
@@ -60,6 +62,8 @@ class GitDir:
 
 @dataclass(frozen=True)
 class CiIdentity:
+    """A cloud identity a CI file names (not a secret)."""
+
     cloud: str  # "aws" | "azure" | "gcp"
     kind: str  # "role", "client-id", "workload identity provider", "service account"
     value: str
@@ -76,6 +80,8 @@ _CLOUD_NAMES = {"aws": "AWS", "azure": "Azure", "gcp": "GCP"}
 
 @dataclass(frozen=True)
 class CiRoles:
+    """The cloud identities one CI file names."""
+
     path: str
     identities: tuple[CiIdentity, ...]
     capped: bool = False  # more identities than were kept
@@ -91,6 +97,8 @@ class CiRoles:
 
 @dataclass(frozen=True)
 class Store:
+    """A package store and its file count (third-party, not counted with the files)."""
+
     path: str
     files: int
 

@@ -13,13 +13,10 @@ the root. Plain Python: no LSP, Qt or socket code.
 
 from __future__ import annotations
 
-import csv
-import io
-import json
 import os
 import posixpath
 import re
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -44,6 +41,8 @@ CONTAINER_COMMANDS = ("docker", "podman")
 
 @dataclass(frozen=True)
 class MountSuggestion:
+    """One mount of the suggested narrow set."""
+
     source: str
     target: str
     mode: str  # "ro" | "rw"
@@ -55,6 +54,8 @@ class MountSuggestion:
 
 @dataclass(frozen=True)
 class Reconciliation:
+    """Configured mounts against the union, and the narrow mount set it needs."""
+
     mounts: tuple[Mount, ...] = ()
     roots_without_mount: tuple[str, ...] = ()
     mounts_outside_union: tuple[Mount, ...] = ()
@@ -93,6 +94,9 @@ class Reconciliation:
 def _mount_option(s: MountSuggestion) -> str:
     """A ``--mount`` value, CSV-quoted as docker parses it (for paths holding ':')."""
     fields = ["type=bind", f"source={s.source}", f"target={s.target}"] + (["readonly"] if s.mode == "ro" else [])
+    import csv
+    import io
+
     buffer = io.StringIO()
     csv.writer(buffer, lineterminator="").writerow(fields)
     return buffer.getvalue()
@@ -132,6 +136,8 @@ def strip_jsonc(text: str) -> str:
         elif text.startswith("/*", i):
             end = text.find("*/", i + 2)
             if end < 0:
+                import json
+
                 raise json.JSONDecodeError("unterminated /* comment", text, i)
             blank(i, end + 2)
             i = end + 2
@@ -159,6 +165,8 @@ def _load_json(path: str, *, comments: bool) -> tuple[object | None, str | None,
         return None, None, None
     except (OSError, UnicodeDecodeError) as exc:
         return None, None, Diagnostic("error", "mcp-config-unreadable", f"cannot read: {exc.__class__.__name__}", path)
+    import json  # only when there is a file to read: roots on a tree without MCP configs never needs it
+
     try:
         return json.loads(strip_jsonc(text) if comments else text), text, None
     except json.JSONDecodeError as exc:
@@ -170,6 +178,8 @@ def _locate(text: str | None, value: str) -> Range | None:
     """The position of the string literal ``value`` in ``text`` when it is unique."""
     if text is None:
         return None
+    import json
+
     needle = json.dumps(value, ensure_ascii=False)
     at = text.find(needle)
     if at < 0 or text.find(needle, at + 1) >= 0:
@@ -192,6 +202,8 @@ _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 @dataclass(frozen=True)
 class _Context:
+    """What ``${...}`` variables resolve against."""
+
     folder: str
     env: Mapping[str, str]
     folders: tuple[str, ...]
@@ -315,6 +327,8 @@ def _split_volume(spec: str) -> tuple[str, str, set[str]] | None:
 
 def _split_mount(spec: str) -> tuple[str, str, set[str]] | None:
     """``type=bind,source=..,target=..[,readonly]`` -> (src, dst, opts); None unless a bind."""
+    import csv
+
     fields = next(csv.reader([spec]), [])
     values: dict[str, str] = {}
     for item in fields:
@@ -608,6 +622,117 @@ def _scan_node_modules(directory: str, budget: list[int]) -> Iterator[str]:
             yield from (e.path for e in _entries(entry.path, budget) if e.is_symlink())
 
 
+def _layout_links(root: str, packages: Sequence[str], budget: list[int]) -> Iterator[str]:
+    """Symbolic links the package manager made for ``root``, found without walking it:
+    the links in ``root/node_modules`` and in the ``node_modules`` of every workspace
+    package inside ``root`` (pnpm links each package's dependencies there)."""
+    yield from _scan_node_modules(os.path.join(root, "node_modules"), budget)
+    for package in packages:
+        if package != root and is_within(package, root):
+            yield from _scan_node_modules(os.path.join(package, "node_modules"), budget)
+
+
+WORKSPACE_FILE = "pnpm-workspace.yaml"
+
+
+def workspace_packages(toplevel: str, budget: list[int]) -> list[str]:
+    """Directories of the workspace packages the repository's manifest names: the
+    ``packages`` of ``pnpm-workspace.yaml``, else the ``workspaces`` of ``package.json``
+    (npm, yarn). Patterns are expanded on directory names (``*``, ``?``, ``[...]``, ``**``);
+    ``!pattern`` removes what it matches. ``node_modules`` and dot directories are never entered."""
+    patterns = _pnpm_workspace_patterns(os.path.join(toplevel, WORKSPACE_FILE))
+    if patterns is None:
+        data, _, _ = _load_json(os.path.join(toplevel, "package.json"), comments=False)
+        found = data.get("workspaces") if isinstance(data, dict) else None
+        if isinstance(found, dict):
+            found = found.get("packages")
+        patterns = [p for p in found if isinstance(p, str)] if isinstance(found, list) else []
+    keep: dict[str, None] = {}
+    drop: set[str] = set()
+    for pattern in patterns:
+        negated = pattern.startswith("!")
+        for directory in _expand_workspace_pattern(toplevel, pattern[1:] if negated else pattern, budget):
+            if negated:
+                drop.add(directory)
+            else:
+                keep[directory] = None
+    return [d for d in keep if d not in drop]
+
+
+def _pnpm_workspace_patterns(path: str) -> list[str] | None:
+    """The ``packages:`` list of a ``pnpm-workspace.yaml`` (block or flow style); None without the file.
+
+    Only that one key is read, so a small reader does instead of a YAML parser."""
+    try:
+        with open(path, encoding="utf-8") as handle:
+            text = handle.read(1 << 20)
+    except (OSError, UnicodeDecodeError):
+        return None
+    patterns: list[str] = []
+    inside = False
+    for raw in text.splitlines():
+        line = raw.split(" #", 1)[0].rstrip()
+        stripped = line.strip()
+        if not stripped or stripped.startswith("#"):
+            continue
+        if not raw[:1].isspace():  # a top-level key
+            key, _, rest = stripped.partition(":")
+            inside = key.strip("'\"") == "packages"
+            rest = rest.strip()
+            if inside and rest.startswith("["):
+                patterns += [_unquote(item) for item in rest.strip("[]").split(",") if item.strip()]
+                inside = False
+            continue
+        if inside and stripped.startswith("-"):
+            patterns.append(_unquote(stripped[1:]))
+    return [p for p in patterns if p]
+
+
+def _unquote(text: str) -> str:
+    text = text.strip()
+    return text[1:-1] if len(text) >= 2 and text[0] == text[-1] and text[0] in "'\"" else text
+
+
+def _expand_workspace_pattern(toplevel: str, pattern: str, budget: list[int]) -> list[str]:
+    """Directories under ``toplevel`` matching ``pattern`` component by component."""
+    import fnmatch
+
+    current = [toplevel]
+    for part in pattern.strip().strip("/").split("/"):
+        if part in ("", "."):
+            continue
+        if part == "..":
+            return []  # a workspace package outside the repository: nothing to read here
+        following: list[str] = []
+        for directory in current:
+            if part == "**":
+                following += _subdirectories(directory, budget, deep=True)
+                following.append(directory)
+            elif any(c in part for c in "*?["):
+                following += [d for d in _subdirectories(directory, budget)
+                              if fnmatch.fnmatchcase(os.path.basename(d), part)]
+            elif os.path.isdir(os.path.join(directory, part)):
+                following.append(os.path.join(directory, part))
+        current = list(dict.fromkeys(following))
+    return sorted(current)
+
+
+def _subdirectories(directory: str, budget: list[int], *, deep: bool = False) -> list[str]:
+    """Subdirectories (not links, not ``node_modules``, not dot directories); all below with ``deep``."""
+    found: list[str] = []
+    stack = [directory]
+    while stack:
+        for entry in _entries(stack.pop(), budget):
+            if entry.name.startswith(".") or entry.name == "node_modules" or not _is_dir(entry):
+                continue
+            found.append(entry.path)
+            if deep:
+                stack.append(entry.path)
+        if not deep:
+            break
+    return found
+
+
 def _entries(directory: str, budget: list[int]) -> list[os.DirEntry]:
     if budget[0] <= 0:
         return []
@@ -755,16 +880,31 @@ class _Plan:
         return any(is_within(path, store) for store in (*self.stores, *self.modules))
 
 
-def reconcile(union: Sequence[str], mounts: Sequence[Mount], *, repo_toplevel: str | None = None) -> Reconciliation:
-    """Configured mounts against the union, and the narrow mount set it needs."""
+def reconcile(union: Sequence[str], mounts: Sequence[Mount], *, repo_toplevel: str | None = None,
+              walk: bool = True) -> Reconciliation:
+    """Configured mounts against the union, and the narrow mount set it needs.
+
+    ``walk=True`` (``rootguard mounts``, ``rootguard run``, the language server) looks
+    for symbolic links anywhere under each root. ``walk=False`` (``rootguard roots``)
+    reads them from the package manager's layout only -- each root's ``node_modules``
+    and those of the workspace packages inside it, and the pnpm store -- so its cost
+    does not grow with the tree: a link elsewhere in the sources is left to ``mounts``.
+    """
     diagnostics: list[Diagnostic] = []
     entries = _canonical_entries(union, diagnostics)
     top = _canonical_entries([repo_toplevel], diagnostics)[0] if repo_toplevel else None
     plan = _Plan(tuple(entries), diagnostics=diagnostics)
     budget = [MAX_SCAN_ENTRIES]
     layouts = _layouts(entries, top)
+    packages: dict[str, list[str]] = {}  # toplevel -> workspace package directories (walk=False)
     for root, layout in layouts.items():
-        _plan_root(root, layout, plan, budget)
+        if walk:
+            links: Iterable[str] = _scan_links(root, budget)
+        else:
+            if layout.toplevel not in packages:
+                packages[layout.toplevel] = workspace_packages(layout.toplevel, budget)
+            links = _layout_links(root, packages[layout.toplevel], budget)
+        _plan_root(root, layout, plan, budget, links)
     for layout in {layout.toplevel: layout for layout in layouts.values()}.values():
         _plan_store_backlinks(layout, plan, budget)
     if budget[0] <= 0:
@@ -807,13 +947,13 @@ def _canonical_entries(paths: Sequence[str], diagnostics: list[Diagnostic]) -> l
     return list(dict.fromkeys(entries))
 
 
-def _plan_root(root: str, layout: _Layout, plan: _Plan, budget: list[int]) -> None:
+def _plan_root(root: str, layout: _Layout, plan: _Plan, budget: list[int], links: Iterable[str]) -> None:
     target = layout.container(root) or layout.base
     if _store_of(root, layout.toplevel):
         plan.roots.append(MountSuggestion(root, target, "ro", "pnpm store (a root)"))
         return
     plan.roots.append(MountSuggestion(root, target, "rw", "workspace root"))
-    for link in _scan_links(root, budget):
+    for link in links:
         _plan_link(link, layout, plan)
     _plan_package_modules(root, layout, plan, budget)
     _plan_package_manifest(root, layout, plan)

@@ -47,10 +47,14 @@ def _located(d: Diagnostic) -> str:
 
 
 def roots_report(session, *, with_mounts: bool = True) -> dict:
-    """The ``rootguard roots --json`` object (PRODUCT.md)."""
+    """The ``rootguard roots --json`` object (PRODUCT.md).
+
+    Its mounts come from the package manager's layout, not a walk of the union
+    (``mounts_report(walk=False)``): ``rootguard roots`` costs the same on any tree.
+    """
     scope = session.scope
     data = scope.to_json()
-    mounts = mounts_report(session) if with_mounts else None
+    mounts = mounts_report(session, walk=False) if with_mounts else None
     data["mounts"] = mounts.to_json() if mounts is not None else None
     diags = list(session.diagnostics)
     if mounts is not None:
@@ -59,8 +63,10 @@ def roots_report(session, *, with_mounts: bool = True) -> dict:
     return data
 
 
-def mounts_report(session):
-    """Mount reconciliation for the session's union (configured and MCP-config mounts)."""
+def mounts_report(session, *, walk: bool = True):
+    """Mount reconciliation for the session's union (configured and MCP-config mounts).
+
+    ``walk=False``: links from the package manager's layout only (``reconcile``)."""
     from lsp_bridge.core import worktrees
     from lsp_bridge.inventory.mounts import mcp_server_confinement, mounts_from_mcp_configs, reconcile
 
@@ -76,7 +82,7 @@ def mounts_report(session):
     toplevel = None
     if session.scope.folders:
         toplevel = worktrees.locate(session.scope.folders[0]).toplevel
-    result = reconcile(session.scope.union.paths, configured, repo_toplevel=toplevel)
+    result = reconcile(session.scope.union.paths, configured, repo_toplevel=toplevel, walk=walk)
     if diagnostics:
         from dataclasses import replace
 

@@ -85,6 +85,8 @@ class _Dir:
 
 @dataclass
 class _Exposure:
+    """What one union exposes."""
+
     files: int = 0
     credentials: dict[str, int] = field(default_factory=dict)
     git: dict[str, list[str]] = field(default_factory=dict)  # common dir -> via
@@ -105,7 +107,10 @@ class InventoryCache:
     the event loop only ``queue_changes``, which never waits for a scan.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, *, persistent: bool = True) -> None:
+        """``persistent``: reuse git history answers kept between runs while every ref is unchanged
+        (``history.refs_digest``); False reads the history afresh each time a ref moves."""
+        self.persistent = persistent
         self._lock = threading.RLock()
         self._queue_lock = threading.Lock()  # held for a moment only, never during a scan
         self._queued: dict[str, None] = {}
@@ -499,7 +504,7 @@ class InventoryCache:
         if history is None or history.key != key:
             if progress:
                 progress(f"reading git history of {common}")
-            history = self._histories[common] = _History(common, key)
+            history = self._histories[common] = _History(common, key, persistent=self.persistent)
         return history
 
     def _git_dir(self, common: str, via: tuple[str, ...]) -> GitDir:

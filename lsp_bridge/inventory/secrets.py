@@ -176,11 +176,12 @@ def _plugins_signature() -> list | None:
 
 
 def _cache_path() -> str | None:
+    from lsp_bridge.core.userdirs import user_cache_dir  # platformdirs' answer, without its import on Linux
+
     try:
-        import platformdirs
-    except ImportError:  # pragma: no cover - a dependency
+        return os.path.join(user_cache_dir(), "detect-secrets-patterns.json")
+    except ImportError:  # pragma: no cover - platformdirs is a dependency
         return None
-    return os.path.join(platformdirs.user_cache_dir("rootguard"), "detect-secrets-patterns.json")
 
 
 def _cached_detectors() -> tuple | None:

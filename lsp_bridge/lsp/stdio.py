@@ -5,6 +5,12 @@ is kept short by importing little: the server module imports pygls and
 lsprotocol, everything else (configuration, worktrees, the inventory, the
 watcher, detect-secrets) is imported when first used, and the slow parts run
 after the first ``rootguard/status`` has gone out (``server.on_initialized``).
+
+The objects those imports create (pygls, lsprotocol's hundreds of classes) live
+as long as the process: they are moved out of the garbage collector's reach
+(``gc.freeze``) before serving, and the collector is off while they are
+imported (they hold no garbage), so no full collection walks them, neither
+before the first status (a 30-40 ms pause there otherwise) nor later.
 """
 
 from __future__ import annotations
@@ -14,6 +20,9 @@ import sys
 
 
 def main(argv: list[str] | None = None) -> int:
+    import gc
+
+    gc.disable()  # imports only, until start_io: see the module's docstring
     import argparse
     import logging
 
@@ -27,5 +36,7 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(stream=sys.stderr, level=args.log_level.upper(), format="rootguard: %(levelname)s %(message)s")
     from lsp_bridge.lsp.server import server
 
+    gc.freeze()  # module-level objects are permanent: full collections need not walk them
+    gc.enable()
     server.start_io()
     return 0

@@ -45,6 +45,7 @@ ACKNOWLEDGE = "rootguard/acknowledge"
 TRACE = "rootguard/trace"
 MIGRATE_COMMAND = "rootguard.migrateConfig"
 ACKNOWLEDGE_COMMAND = "rootguard.acknowledge"
+WATCH_AFTER = 0.1  # seconds: a widening's new watches wait for its scan at most this long
 SHOW_REPORT = "Show report"
 ACKNOWLEDGE_ACTION = "Acknowledge"
 
@@ -264,10 +265,7 @@ class RootGuardServer(LanguageServer):
     def apply_change(self, change) -> None:
         """Status first, then a widening's inventory (started at once, in a worker), then the rest.
 
-        A widening's watches are made in a worker while it scans, so file events
-        during the scan are seen (the freeze test) and the warning does not wait
-        for them; the deep rescan reports any directory modified since the change
-        (``since``).
+        A widening's watches follow its scan (``_refresh_watches_in_worker``).
         """
         since = time.time_ns()
         self._mounts_generation += 1
@@ -441,11 +439,19 @@ class RootGuardServer(LanguageServer):
         return self._apply_watches(self._watch_plan(), since, asyncio.get_running_loop())
 
     async def _refresh_watches_in_worker(self, since: int) -> None:
-        """``refresh_watches`` with the watches made in a worker, then the read once more on the loop.
+        """A widening's ``refresh_watches``: after its scan (or ``WATCH_AFTER``), in a worker.
 
-        While a scan runs, starting a watch (two threads) waits for the interpreter
-        each time: done here, the event loop stays free and the warning is not held up.
+        Starting watches while the scan runs doubles the scan's time (each watch
+        starts two threads, each waiting for the interpreter), so they wait for it,
+        but not for long: a long scan (a big tree, a long git history) gets its
+        watches after ``WATCH_AFTER`` seconds. Nothing is missed meanwhile: the deep
+        rescan reports every directory modified since the change (``since``) and
+        configuration is read once more once watched. Made in a worker, the watches
+        never hold up the event loop.
         """
+        task = self._inventory_task
+        if task is not None and not task.done():
+            await asyncio.wait({task}, timeout=WATCH_AFTER)
         loop = asyncio.get_running_loop()
         added = await loop.run_in_executor(None, self._apply_watches, self._watch_plan(), since, loop)
         if added:

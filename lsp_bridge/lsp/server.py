@@ -479,7 +479,8 @@ class RootGuardServer(LanguageServer):
             self._watch_applied = plan.sequence
             if self._watcher is None:
                 self._watcher = Watcher(lambda batch: loop.call_soon_threadsafe(self.on_files_changed, batch),
-                                        on_limit=lambda: loop.call_soon_threadsafe(self.send_status))
+                                        on_limit=lambda: loop.call_soon_threadsafe(self.send_status),
+                                        idle=self._scans.wait_idle)
             before = set(self._watcher.watched)
             self._watcher.apply(plan, since=since)
             added = set(self._watcher.watched) - before
@@ -573,9 +574,10 @@ class _Scans:
                 self._count -= 1
                 self._idle.notify_all()
 
-    def wait_idle(self) -> None:
+    def wait_idle(self, timeout: float | None = None) -> bool:
+        """Wait until no scan runs (at most ``timeout`` seconds); True when none runs."""
         with self._idle:
-            self._idle.wait_for(lambda: self._count == 0)
+            return self._idle.wait_for(lambda: self._count == 0, timeout)
 
 
 @dataclass

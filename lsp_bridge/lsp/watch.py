@@ -23,6 +23,11 @@ changed). A file created anywhere in a union entry is therefore seen within a
 second. At most ``DEEP_BUDGET`` directories are polled; beyond it the status
 carries ``watch_limit``, a sentence saying what is not followed until the next
 widening recounts.
+The rescan pauses while an inventory scan runs (``idle``): the widening's
+warning waits for that scan, and both want the same CPU.
+
+Watches change incrementally: a directory still planned keeps its watch, so a
+widening starts only the new ones (each is an inotify instance and two threads).
 
 Reads (open, close without writing) are filtered out, so the inventory's own
 scans do not wake the watcher.
@@ -144,11 +149,12 @@ class Watcher:
     """A watchdog observer over a ``WatchPlan`` that reports debounced batches of paths."""
 
     def __init__(self, on_batch: Callable[[set[str]], object], *, debounce: float = 0.15,
-                 on_limit: Callable[[], object] | None = None, deep_budget: int = DEEP_BUDGET):
+                 on_limit: Callable[[], object] | None = None, deep_budget: int = DEEP_BUDGET,
+                 idle: Callable[[float], bool] | None = None):
         from watchdog.observers import Observer
 
         _load_changes()
-        self._deep = DeepScan(lambda paths: self._event(*paths), on_limit=on_limit, budget=deep_budget)
+        self._deep = DeepScan(lambda paths: self._event(*paths), on_limit=on_limit, budget=deep_budget, idle=idle)
 
         self._on_batch = on_batch
         self._debounce = debounce
@@ -249,8 +255,10 @@ class DeepScan:
     """
 
     def __init__(self, report: Callable[[list[str]], object], *, on_limit: Callable[[], object] | None = None,
-                 budget: int = DEEP_BUDGET, interval: float = DEEP_INTERVAL):
+                 budget: int = DEEP_BUDGET, interval: float = DEEP_INTERVAL,
+                 idle: Callable[[float], bool] | None = None):
         self._report = report
+        self._idle = idle  # idle(timeout): True once no inventory scan runs (the rescan waits for that)
         self._on_limit = on_limit
         self._budget = budget
         self._interval = interval
@@ -287,10 +295,13 @@ class DeepScan:
                 reset = self._reset
             if reset:
                 # The walk waits for the widening's own inventory scan to be done (both want the
-                # CPU); a directory changed since the roots changed is reported when it is walked.
+                # CPU, see ``idle``); a directory changed since the roots changed is reported when walked.
                 self._wake.clear()
                 self._wake.wait(DEEP_SETTLE)
                 self._wake.clear()
+                if self._stopped:
+                    return
+            while self._idle is not None and not self._idle(DEEP_INTERVAL):  # a scan has the CPU first
                 if self._stopped:
                     return
             started = time.monotonic()

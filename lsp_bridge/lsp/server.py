@@ -14,8 +14,7 @@ import os
 import threading
 import time
 import uuid
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -289,7 +288,9 @@ class RootGuardServer(LanguageServer):
         """Measure the widening now: the scan begins before this returns, not when the task first runs."""
         if self._inventory_task is not None:
             self._inventory_task.cancel()
-        self._inventory_task = asyncio.ensure_future(self._inventory_then_mounts(self.start_scan(warn=True)))
+        scan = self.start_scan(warn=True)
+        self._inventory_task = asyncio.ensure_future(self._inventory_then_mounts(scan))
+        self._inventory_task.add_done_callback(scan.done)  # cancelled before it ran: uncounted all the same
 
     async def _inventory_then_mounts(self, scan: _Scan) -> None:
         """The warning matters most: mounts wait for it rather than share the CPU."""
@@ -321,12 +322,12 @@ class RootGuardServer(LanguageServer):
                 # A new widening: count afresh. Watches are shallow (watch.py), so
                 # only file events between widenings are applied incrementally.
                 cache.invalidate()
-            with self._scans.running():
-                return cache.report(reference, current, progress=progress.from_worker)
+            return cache.report(reference, current, progress=progress.from_worker)
 
+        done = self._scans.begin()  # until the result is shown (finish_inventory), or dropped
         job = loop.run_in_executor(None, measure)
         progress.begin("Root Guard: measuring what the new root hands over")
-        return _Scan(job, reference, current, progress, time.perf_counter())
+        return _Scan(job, reference, current, progress, time.perf_counter(), done)
 
     def _cache(self) -> InventoryCache:
         """The window's inventory cache (made on first use, from any thread)."""
@@ -345,6 +346,12 @@ class RootGuardServer(LanguageServer):
 
         False when the union changed meanwhile and still waits for an inventory.
         """
+        try:
+            return await self._finish_inventory(scan, warn=warn)
+        finally:
+            scan.done()
+
+    async def _finish_inventory(self, scan: _Scan, *, warn: bool) -> bool:
         try:
             report = await scan.job
             log.info("inventory of %s took %.0f ms", ", ".join(scan.current), (time.perf_counter() - scan.started) * 1000)
@@ -557,22 +564,31 @@ _CACHE_LOCK = threading.Lock()
 
 
 class _Scans:
-    """How many inventory scans run now; background work waits for none (``wait_idle``)."""
+    """How many inventories are under way, from the scan's start until their result is shown.
+
+    Background work (the warm-up's imports, the deep rescan) waits for none
+    (``wait_idle``): the interpreter is shared, and the warning waits for the scan.
+    """
 
     def __init__(self) -> None:
         self._idle = threading.Condition()
         self._count = 0
 
-    @contextmanager
-    def running(self) -> Iterator[None]:
+    def begin(self) -> Callable[[], None]:
+        """Count one; the returned function uncounts it (once, however often it is called)."""
         with self._idle:
             self._count += 1
-        try:
-            yield
-        finally:
+        done = threading.Event()
+
+        def end(*_: object) -> None:
+            if done.is_set():
+                return
+            done.set()
             with self._idle:
                 self._count -= 1
                 self._idle.notify_all()
+
+        return end
 
     def wait_idle(self, timeout: float | None = None) -> bool:
         """Wait until no scan runs (at most ``timeout`` seconds); True when none runs."""
@@ -589,6 +605,7 @@ class _Scan:
     current: tuple[str, ...]
     progress: _Progress
     started: float
+    done: Callable[[], None]  # the inventory is shown or dropped: background work may go on
 
 
 class _Progress:

@@ -574,7 +574,7 @@ class _Scans:
         self._idle = threading.Condition()
         self._count = 0
 
-    def begin(self) -> Callable[[], None]:
+    def begin(self) -> Callable[..., None]:
         """Count one; the returned function uncounts it (once, however often it is called)."""
         with self._idle:
             self._count += 1
@@ -605,7 +605,7 @@ class _Scan:
     current: tuple[str, ...]
     progress: _Progress
     started: float
-    done: Callable[[], None]  # the inventory is shown or dropped: background work may go on
+    done: Callable[..., None]  # the inventory is shown or dropped: background work may go on
 
 
 class _Progress:

@@ -40,6 +40,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 WATCH_BUDGET = 16
 INVENTORY_DEPTH = 1
@@ -164,7 +165,7 @@ class Watcher:
         self._lock = threading.Lock()
         self._timer: threading.Timer | None = None
         self._handler = _Handler(self._event)
-        self._watches: dict[str, tuple[object, tuple[int, int]]] = {}  # directory -> (watchdog's handle, identity)
+        self._watches: dict[str, tuple[Any, tuple[int, int]]] = {}  # directory -> (watchdog's handle, identity)
         self._apply_lock = threading.Lock()
         self._observer.start()
 

@@ -741,7 +741,11 @@ async def on_folders_changed(ls: RootGuardServer, params: types.DidChangeWorkspa
     added = [_fs_path(f.uri) for f in params.event.added if f.uri.startswith("file:")]  # as at initialize
     folders += [path for path in added if path not in folders]
     ls.folders = folders
-    ls.apply_change(ls.tracker.set_folders(folders))
+    done = ls._scans.begin()  # the person waits: the warm-up's next step waits too
+    try:
+        ls.apply_change(ls.tracker.set_folders(folders))
+    finally:
+        done()
 
 
 @server.feature(types.SHUTDOWN)

@@ -23,8 +23,22 @@ def main(argv: list[str] | None = None) -> int:
     import gc
 
     gc.disable()  # imports only, until start_io: see the module's docstring
-    import argparse
     import logging
+
+    args = sys.argv[1:] if argv is None else argv
+    # As editors start it (no option, or --stdio): no argparse import on the way to the first status.
+    level = os.environ.get("ROOTGUARD_LOG", "WARNING") if set(args) <= {"--stdio"} else _parse(args).log_level
+    logging.basicConfig(stream=sys.stderr, level=level.upper(), format="rootguard: %(levelname)s %(message)s")
+    from lsp_bridge.lsp.server import server
+
+    gc.freeze()  # module-level objects are permanent: full collections need not walk them
+    gc.enable()
+    server.start_io()
+    return 0
+
+
+def _parse(argv: list[str]):
+    import argparse
 
     parser = argparse.ArgumentParser(prog="rootguard lsp", description="Root Guard language server (stdio)")
     parser.add_argument("--stdio", action="store_true", help="talk LSP on stdin/stdout (the default and only transport)")
@@ -32,11 +46,4 @@ def main(argv: list[str] | None = None) -> int:
                         choices=["DEBUG", "INFO", "WARNING", "ERROR", "debug", "info", "warning", "error"],
                         metavar="LEVEL", help="log to stderr from LEVEL up: debug, info, warning (default, "
                         "or $ROOTGUARD_LOG), error")
-    args = parser.parse_args(argv)
-    logging.basicConfig(stream=sys.stderr, level=args.log_level.upper(), format="rootguard: %(levelname)s %(message)s")
-    from lsp_bridge.lsp.server import server
-
-    gc.freeze()  # module-level objects are permanent: full collections need not walk them
-    gc.enable()
-    server.start_io()
-    return 0
+    return parser.parse_args(argv)

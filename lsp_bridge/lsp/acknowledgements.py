@@ -23,9 +23,29 @@ FILE_NAME = "acknowledged.json"
 
 
 def store_path() -> str:
+    return os.path.join(_state_dir(), FILE_NAME)
+
+
+def _state_dir() -> str:
+    """``platformdirs.user_state_dir("rootguard")``, without importing it on Linux.
+
+    The store is read before the first status, and platformdirs imports tempfile
+    and shutil (~9 ms there). On Linux its answer for a plain user is the XDG rule,
+    computed the same way here: ``$XDG_STATE_HOME`` when absolute, else
+    ``$HOME/.local/state`` when ``HOME`` is absolute; anything else asks platformdirs.
+    """
+    import sys
+
+    if sys.platform == "linux" and not hasattr(sys, "getandroidapilevel") and not os.environ.get("ANDROID_DATA"):
+        xdg = os.environ.get("XDG_STATE_HOME", "")
+        if xdg.startswith("/"):
+            return os.path.join(xdg, "rootguard")
+        home = os.environ.get("HOME", "")
+        if home.startswith("/"):
+            return os.path.join(home, ".local", "state", "rootguard")
     import platformdirs
 
-    return os.path.join(platformdirs.user_state_dir("rootguard"), FILE_NAME)
+    return platformdirs.user_state_dir("rootguard")
 
 
 class AcknowledgementStore:

@@ -241,11 +241,14 @@ class RootGuardServer(LanguageServer):
         await self._yield_to_inventory()
         before = to_json(self.tracker.status())
         self.refresh_watches(since)
-        change = self.tracker.reload()
+        # Read again now that the watches run: what changed on disk since the first read was
+        # not made in the editor, so a loosening is held and shown, as a file event's would be.
+        change = self.tracker.reload(trusted=False)
         mounts = not inventory_started
         if change.after.paths != change.before.paths or to_json(self.tracker.status()) != before:
             self.apply_change(change)  # reconciles mounts itself (after its inventory if it widened)
             mounts = False
+        self._warn_held()
         await self._yield_to_inventory()
         self.connect_tray()
         if mounts:
@@ -535,10 +538,13 @@ class RootGuardServer(LanguageServer):
         change = self.tracker.reload(trusted=False) if structural else None
         if change is not None:
             self.apply_change(change)
-            for line in self.tracker.session.held():  # never applied silently: the person sees it
-                self.warn(f"Root Guard: {line}. Save the file in the editor to accept it.")
+            self._warn_held()
         if self.tracker.widened and self._inventory_cache is not None and not (change and change.widened):
             self.recount()
+
+    def _warn_held(self) -> None:
+        for line in self.tracker.session.held():  # never applied silently: the person sees it
+            self.warn(f"Root Guard: {line}. Save the file in the editor to accept it.")
 
     def recount(self) -> None:
         """Recount the inventory after file events: one run at a time, one more if events came meanwhile."""

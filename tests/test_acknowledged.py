@@ -48,3 +48,17 @@ def test_a_configuration_change_is_described_in_words():
     assert "changes approvals.timeout_seconds: (unset) → 1" in words
     assert config_changes(before, before + "# a comment\n") == [
         "no rule, root, mount or setting changes (comments or formatting only)"]
+
+
+def test_the_store_is_where_platformdirs_puts_user_state(monkeypatch, tmp_path):
+    """The store path is computed without importing platformdirs (start-up), to the same answer."""
+    import platformdirs
+
+    from lsp_bridge.lsp.acknowledgements import store_path
+
+    for state in (str(tmp_path / "state"), "relative/state", None):
+        if state is None:
+            monkeypatch.delenv("XDG_STATE_HOME", raising=False)
+        else:
+            monkeypatch.setenv("XDG_STATE_HOME", state)
+        assert store_path() == os.path.join(platformdirs.user_state_dir("rootguard"), "acknowledged.json")

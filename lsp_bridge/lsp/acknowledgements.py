@@ -17,16 +17,14 @@ from contextlib import contextmanager
 
 from lsp_bridge.core import acknowledged
 from lsp_bridge.core.acknowledged import Acknowledgement
-from lsp_bridge.core.atomic import atomic_write
+from lsp_bridge.core.userdirs import user_state_dir  # platformdirs' answer without its imports (start-up)
 
 log = logging.getLogger("rootguard.lsp.acknowledged")
 FILE_NAME = "acknowledged.json"
 
 
 def store_path() -> str:
-    import platformdirs
-
-    return os.path.join(platformdirs.user_state_dir("rootguard"), FILE_NAME)
+    return os.path.join(user_state_dir(), FILE_NAME)
 
 
 class AcknowledgementStore:
@@ -56,6 +54,8 @@ class AcknowledgementStore:
         return {}
 
     def acknowledge(self, folders: Iterable[str], union: Sequence[str], when: float) -> None:
+        from lsp_bridge.core.atomic import atomic_write  # tempfile: not on the way to the first status
+
         with self._locked():
             records = acknowledged.acknowledge(self.load(), folders, union, when)
             atomic_write(self.path, acknowledged.render(records), dir_mode=0o700)
@@ -73,9 +73,9 @@ class AcknowledgementStore:
 
 def write_report(session: str, text: str) -> str:
     """The widening report as a file a client can open (``window/showDocument``)."""
-    import platformdirs
+    from lsp_bridge.core.atomic import atomic_write
 
-    directory = os.path.join(platformdirs.user_state_dir("rootguard"), "reports")
+    directory = os.path.join(user_state_dir(), "reports")
     path = os.path.join(directory, f"widening-{session}.txt")
     atomic_write(path, text + "\n", dir_mode=0o700)
     return path

@@ -11,8 +11,11 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import threading
 import time
 import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from lsprotocol import types
@@ -29,7 +32,7 @@ if TYPE_CHECKING:  # imported lazily at run time (start-up speed)
     from lsp_bridge.core.status import Approver, Operation
     from lsp_bridge.inventory.scan import InventoryCache
     from lsp_bridge.lsp.tracker import RootTracker
-    from lsp_bridge.lsp.watch import Watcher
+    from lsp_bridge.lsp.watch import Watcher, WatchPlan
 
 log = logging.getLogger("rootguard.lsp")
 
@@ -41,6 +44,7 @@ ACKNOWLEDGE = "rootguard/acknowledge"
 TRACE = "rootguard/trace"
 MIGRATE_COMMAND = "rootguard.migrateConfig"
 ACKNOWLEDGE_COMMAND = "rootguard.acknowledge"
+WATCH_AFTER = 0.1  # seconds: a widening's new watches wait for its scan at most this long
 SHOW_REPORT = "Show report"
 ACKNOWLEDGE_ACTION = "Acknowledge"
 
@@ -84,6 +88,10 @@ class RootGuardServer(LanguageServer):
         self._recount_task: asyncio.Future | None = None
         self._recount_again = False
         self._tray: TrayLink | None = None
+        self._scans = _Scans()  # background work waits while an inventory scan runs
+        self._watch_lock = threading.Lock()
+        self._watch_plans = 0  # plans made; the watcher applies none older than the last it applied
+        self._watch_applied = 0
 
     @property
     def approvals(self) -> ApprovalService:
@@ -205,109 +213,172 @@ class RootGuardServer(LanguageServer):
 
     # -- start-up ------------------------------------------------------------
 
-    def after_first_status(self, inventory_started: bool = False) -> None:
-        """The slow parts of start-up, once the first status has gone out.
+    async def after_first_status(self, inventory_started: bool = False, since: int | None = None) -> None:
+        """The rest of start-up, once the first status has gone out.
 
-        Watches start here; whatever changed between the first read and the
-        watches is caught by reading once more (watch, then read). A window that
-        started wide already runs its inventory (mounts follow it).
+        First, in a worker, the imports the next steps and the first widening need
+        (``_warm_up``): the event loop stays free, so a folder added right after
+        start-up is handled at once. Then, each step on the loop short: watches
+        (whatever changed between the first read and the watches is caught by
+        reading once more: watch, then read), the tray, and the mount
+        reconciliation (in a worker). A widening's inventory goes first: no step
+        starts while it runs (``_yield_to_inventory``; the warm-up waits too). A
+        window that started wide already runs its inventory (mounts follow it).
+        ``since``: when the folders were first read (the deep rescan reports what changed after).
         """
+        try:
+            await self._start_up_steps(inventory_started, since)
+        except Exception:
+            log.exception("start-up failed after the first status")
+
+    async def _start_up_steps(self, inventory_started: bool, since: int | None) -> None:
         from lsp_bridge.core.status import to_json
 
+        loop = asyncio.get_running_loop()
+        await self._yield_to_inventory()
         self.publish_config_diagnostics()
+        await loop.run_in_executor(None, _warm_up, self._scans)
+        await self._yield_to_inventory()
         before = to_json(self.tracker.status())
-        self.refresh_watches()
-        change = self.tracker.reload()
+        self.refresh_watches(since)
+        # Read again now that the watches run: what changed on disk since the first read was
+        # not made in the editor, so a loosening is held and shown, as a file event's would be.
+        change = self.tracker.reload(trusted=False)
+        mounts = not inventory_started
         if change.after.paths != change.before.paths or to_json(self.tracker.status()) != before:
-            self.apply_change(change)
-        elif not inventory_started:
-            self.schedule_mounts()
-        if not inventory_started:
-            asyncio.get_running_loop().run_in_executor(None, _warm_up_inventory)  # the first widening should not pay the imports
+            self.apply_change(change)  # reconciles mounts itself (after its inventory if it widened)
+            mounts = False
+        self._warn_held()
+        await self._yield_to_inventory()
         self.connect_tray()
+        if mounts:
+            await self._yield_to_inventory()
+            await loop.run_in_executor(None, self._reconcile_mounts, loop, self._mounts_generation)
+
+    async def _yield_to_inventory(self) -> None:
+        """Let waiting messages in, then wait while a widening's inventory runs (it has the CPU first)."""
+        await asyncio.sleep(0)
+        while self._inventory_task is not None and not self._inventory_task.done():
+            await asyncio.wait({self._inventory_task})
+            await asyncio.sleep(0)
 
     # -- changes -------------------------------------------------------------
 
     def apply_change(self, change) -> None:
-        """Status first, then (off the event loop) the slow parts."""
+        """Status first, then a widening's inventory (started at once, in a worker), then the rest.
+
+        A widening's watches follow its scan (``_refresh_watches_in_worker``).
+        """
+        since = time.time_ns()
         self._mounts_generation += 1
         if change.after.paths != change.before.paths:
-            self.approvals.workspace_changed()  # session grants end when the workspace changes
+            if self._approvals is not None:  # none made yet: no grant to end
+                self._approvals.workspace_changed()  # session grants end when the workspace changes
             if self._tray is not None:
                 self._tray.set_folders(self.tracker.session.folders)
         self.send_status()
         self.publish_config_diagnostics()
-        if self.refresh_watches():
-            # A configuration directory is newly watched (say the user config directory was
-            # just made): read once more, so a file written before its watch began is seen.
-            from lsp_bridge.core.status import to_json
-
-            before = to_json(self.tracker.status())
-            again = self.tracker.reload()
-            if again.after.paths != again.before.paths:
-                self.apply_change(again)
-                return
-            if to_json(self.tracker.status()) != before:
-                self.send_status()
-            self.publish_config_diagnostics()
         if change.widened:
-            if self._inventory_task is not None:
-                self._inventory_task.cancel()
-            self._inventory_task = asyncio.ensure_future(self._inventory_then_mounts())
-        else:
-            self.schedule_mounts()
+            self._start_inventory()
+            self._spawn(self._refresh_watches_in_worker(since))
+            return
+        # A configuration directory newly watched (say the user config directory was just made)?
+        if self.refresh_watches(since) and self._read_again():
+            return
+        self.schedule_mounts()
 
-    async def _inventory_then_mounts(self) -> None:
+    def _start_inventory(self) -> None:
+        """Measure the widening now: the scan begins before this returns, not when the task first runs."""
+        if self._inventory_task is not None:
+            self._inventory_task.cancel()
+        scan = self.start_scan(warn=True)
+        self._inventory_task = asyncio.ensure_future(self._inventory_then_mounts(scan))
+        self._inventory_task.add_done_callback(scan.done)  # cancelled before it ran: uncounted all the same
+
+    async def _inventory_then_mounts(self, scan: _Scan) -> None:
         """The warning matters most: mounts wait for it rather than share the CPU."""
         try:
-            await self.run_inventory(warn=True)
+            while not await self.finish_inventory(scan, warn=True):
+                # Superseded by a change that did not measure again itself (say the union
+                # narrowed but is still wider than what was acknowledged): measure it now.
+                scan = self.start_scan(warn=True)
         finally:
             self.schedule_mounts()
 
-    async def run_inventory(self, *, warn: bool) -> None:
-        from lsp_bridge.inventory.scan import InventoryCache
+    def start_scan(self, *, warn: bool) -> _Scan:
+        """Start measuring the union as it is now, in a worker thread, without waiting for anything.
 
-        if self._inventory_cache is None:
-            self._inventory_cache = InventoryCache()
-        cache = self._inventory_cache
-        reference, current = self.tracker.inventory_span()
-        progress = await self._progress_begin("Root Guard: measuring what the new root hands over")
+        The imports the scan needs happen in the worker when the start-up warm-up
+        has not done them yet; credential detectors load when a candidate file is
+        first read. Work-done progress is created meanwhile (a round trip with the
+        client) and shows the scan's messages once it exists.
+        """
         loop = asyncio.get_running_loop()
-
-        def report_progress(message: str) -> None:
-            if progress:
-                loop.call_soon_threadsafe(self._progress_report, progress, message)
+        reference, current = self.tracker.inventory_span()
+        progress = _Progress(self, loop)
 
         def measure():
             # Everything that takes the cache's lock runs here, never on the event
             # loop: a running scan holds it for as long as the scan takes.
+            cache = self._cache()
             if warn:
                 # A new widening: count afresh. Watches are shallow (watch.py), so
                 # only file events between widenings are applied incrementally.
                 cache.invalidate()
-            return cache.report(reference, current, progress=report_progress)
+            return cache.report(reference, current, progress=progress.from_worker)
 
-        started = time.perf_counter()
+        done = self._scans.begin()  # until the result is shown (finish_inventory), or dropped
+        job = loop.run_in_executor(None, measure)
+        progress.begin("Root Guard: measuring what the new root hands over")
+        return _Scan(job, reference, current, progress, time.perf_counter(), done)
+
+    def _cache(self) -> InventoryCache:
+        """The window's inventory cache (made on first use, from any thread)."""
+        with _CACHE_LOCK:
+            if self._inventory_cache is None:
+                from lsp_bridge.inventory.scan import InventoryCache
+
+                self._inventory_cache = InventoryCache()
+            return self._inventory_cache
+
+    async def run_inventory(self, *, warn: bool) -> None:
+        await self.finish_inventory(self.start_scan(warn=warn), warn=warn)  # a recount: file events bring the next
+
+    async def finish_inventory(self, scan: _Scan, *, warn: bool) -> bool:
+        """Wait for ``scan``; show its report (and, for a widening, the warning) unless superseded.
+
+        False when the union changed meanwhile and still waits for an inventory.
+        """
         try:
-            report = await loop.run_in_executor(None, measure)
-            log.info("inventory of %s took %.0f ms", ", ".join(current), (time.perf_counter() - started) * 1000)
+            return await self._finish_inventory(scan, warn=warn)
+        finally:
+            scan.done()
+
+    async def _finish_inventory(self, scan: _Scan, *, warn: bool) -> bool:
+        try:
+            report = await scan.job
+            log.info("inventory of %s took %.0f ms", ", ".join(scan.current), (time.perf_counter() - scan.started) * 1000)
+        except asyncio.CancelledError:
+            scan.progress.cancel()
+            raise
         except Exception as err:  # never let a scan error hide the warning
             log.exception("inventory failed")
+            await scan.progress.end()
             self.tracker.inventory_done(None, error=str(err))
             if warn:
                 self.announce_widening(self.tracker.warning_line(None, str(err)))
             self.send_status()
-            return
-        finally:
-            self._progress_end(progress)
-        if self.tracker.inventory_span() != (reference, current):
-            return  # superseded by a newer change
+            return True
+        await scan.progress.end()
         if not self.tracker.pending:
-            return  # acknowledged meanwhile
+            return True  # acknowledged (or narrowed) meanwhile
+        if self.tracker.inventory_span() != (scan.reference, scan.current):
+            return not self.tracker.inventory_pending  # superseded by a newer change
         self.tracker.inventory_done(report.to_json(), report.describe(), summary=report.summary_line())
         if warn:
             self.announce_widening(self.tracker.warning_line(self.tracker.inventory))
         self.send_status()
+        return True
 
     def schedule_mounts(self) -> None:
         """Reconcile mounts off the event loop for the workspace as it is now."""
@@ -317,6 +388,8 @@ class RootGuardServer(LanguageServer):
     def _reconcile_mounts(self, loop, generation: int) -> None:
         from lsp_bridge.inventory.report import mounts_report
 
+        if generation != self._mounts_generation:
+            return  # the workspace changed before this one started: a newer reconciliation follows
         try:
             reconciliation = mounts_report(self.tracker.session)
         except Exception:
@@ -368,25 +441,79 @@ class RootGuardServer(LanguageServer):
 
     # -- watching ------------------------------------------------------------
 
-    def refresh_watches(self) -> bool:
-        """Watch what the session now depends on; True when a configuration or worktree directory was added."""
-        from lsp_bridge.lsp.watch import Watcher, plan_watches
+    def refresh_watches(self, since: int | None = None) -> bool:
+        """Watch what the session now depends on; True when a configuration or worktree directory was added.
 
-        if self._watcher is None:
-            loop = asyncio.get_running_loop()
-            self._watcher = Watcher(lambda batch: loop.call_soon_threadsafe(self.on_files_changed, batch),
-                                    on_limit=lambda: loop.call_soon_threadsafe(self.send_status))
-        session = self.tracker.session
-        plan = plan_watches(
-            config_files=session.config_files(),
+        ``since``: when the change being applied happened (``time.time_ns()``), see ``Watcher.apply``.
+        """
+        return self._apply_watches(self._watch_plan(), since, asyncio.get_running_loop())
+
+    async def _refresh_watches_in_worker(self, since: int) -> None:
+        """A widening's ``refresh_watches``: after its scan (or ``WATCH_AFTER``), in a worker.
+
+        Starting watches while the scan runs doubles the scan's time (each watch
+        starts two threads, each waiting for the interpreter), so they wait for it,
+        but not for long: a long scan (a big tree, a long git history) gets its
+        watches after ``WATCH_AFTER`` seconds. Nothing is missed meanwhile: the deep
+        rescan reports every directory modified since the change (``since``) and
+        configuration is read once more once watched. Made in a worker, the watches
+        never hold up the event loop.
+        """
+        task = self._inventory_task
+        if task is not None and not task.done():
+            await asyncio.wait({task}, timeout=WATCH_AFTER)
+        loop = asyncio.get_running_loop()
+        added = await loop.run_in_executor(None, self._apply_watches, self._watch_plan(), since, loop)
+        if added:
+            self._read_again()
+
+    def _watch_plan(self) -> WatchPlan:
+        from lsp_bridge.lsp.watch import plan_watches
+
+        self._watch_plans += 1
+        return plan_watches(
+            config_files=self.tracker.session.config_files(),
             folders=self.tracker.scope.folders,
             common_dirs=self.tracker.common_dirs(),
             union=self.tracker.scope.union.paths,
+            sequence=self._watch_plans,
         )
-        before = set(self._watcher.watched)
-        self._watcher.apply(plan)
-        added = set(self._watcher.watched) - before
+
+    def _apply_watches(self, plan: WatchPlan, since: int | None, loop: asyncio.AbstractEventLoop) -> bool:
+        """Apply ``plan`` (from any thread; an older plan than the last applied is dropped)."""
+        from lsp_bridge.lsp.watch import Watcher
+
+        with self._watch_lock:
+            if plan.sequence < self._watch_applied:
+                return False
+            self._watch_applied = plan.sequence
+            if self._watcher is None:
+                self._watcher = Watcher(lambda batch: loop.call_soon_threadsafe(self.on_files_changed, batch),
+                                        on_limit=lambda: loop.call_soon_threadsafe(self.send_status),
+                                        idle=self._scans.wait_idle)
+            before = set(self._watcher.watched)
+            self._watcher.apply(plan, since=since)
+            added = set(self._watcher.watched) - before
         return any(d in added for d in (*plan.config_dirs, *plan.worktree_dirs))
+
+    def _read_again(self) -> bool:
+        """After new configuration watches: read once more, so a file written before its watch began is seen.
+
+        True when that changed the union (the change is applied).
+        """
+        from lsp_bridge.core.status import to_json
+
+        before = to_json(self.tracker.status())
+        again = self.tracker.reload()
+        if again.after.paths != again.before.paths:
+            self.apply_change(again)  # a scan under way is superseded: it measures again if needed
+            if self.tracker.inventory_pending and (self._inventory_task is None or self._inventory_task.done()):
+                self._start_inventory()  # the union is still wider than acknowledged: measure it
+            return True
+        if to_json(self.tracker.status()) != before:
+            self.send_status()
+        self.publish_config_diagnostics()
+        return False
 
     def on_files_changed(self, batch: set[str]) -> None:
         """A debounced batch of changed paths: reload what configures us, recount the rest."""
@@ -411,10 +538,13 @@ class RootGuardServer(LanguageServer):
         change = self.tracker.reload(trusted=False) if structural else None
         if change is not None:
             self.apply_change(change)
-            for line in self.tracker.session.held():  # never applied silently: the person sees it
-                self.warn(f"Root Guard: {line}. Save the file in the editor to accept it.")
+            self._warn_held()
         if self.tracker.widened and self._inventory_cache is not None and not (change and change.widened):
             self.recount()
+
+    def _warn_held(self) -> None:
+        for line in self.tracker.session.held():  # never applied silently: the person sees it
+            self.warn(f"Root Guard: {line}. Save the file in the editor to accept it.")
 
     def recount(self) -> None:
         """Recount the inventory after file events: one run at a time, one more if events came meanwhile."""
@@ -434,6 +564,113 @@ class RootGuardServer(LanguageServer):
         if self._watcher is not None:
             self._watcher.stop()
             self._watcher = None
+
+
+_CACHE_LOCK = threading.Lock()
+
+
+class _Scans:
+    """How many inventories are under way, from the scan's start until their result is shown.
+
+    Background work (the warm-up's imports, the deep rescan) waits for none
+    (``wait_idle``): the interpreter is shared, and the warning waits for the scan.
+    """
+
+    def __init__(self) -> None:
+        self._idle = threading.Condition()
+        self._count = 0
+
+    def begin(self) -> Callable[..., None]:
+        """Count one; the returned function uncounts it (once, however often it is called)."""
+        with self._idle:
+            self._count += 1
+        done = threading.Event()
+
+        def end(*_: object) -> None:
+            if done.is_set():
+                return
+            done.set()
+            with self._idle:
+                self._count -= 1
+                self._idle.notify_all()
+
+        return end
+
+    def wait_idle(self, timeout: float | None = None) -> bool:
+        """Wait until no scan runs (at most ``timeout`` seconds); True when none runs."""
+        with self._idle:
+            return self._idle.wait_for(lambda: self._count == 0, timeout)
+
+
+@dataclass
+class _Scan:
+    """An inventory scan under way in a worker thread (``RootGuardServer.start_scan``)."""
+
+    job: asyncio.Future
+    reference: tuple[str, ...]
+    current: tuple[str, ...]
+    progress: _Progress
+    started: float
+    done: Callable[..., None]  # the inventory is shown or dropped: background work may go on
+
+
+class _Progress:
+    """Work-done progress for a scan that started before the client made its token.
+
+    Messages from the scan's thread come to the event loop; those sent before the
+    token exists are shown once it does. ``end`` waits for the token (a round
+    trip begun with the scan, over long before a real scan ends), so the client
+    sees begin, the reports, then end, before the status that carries the result.
+    """
+
+    def __init__(self, ls: RootGuardServer, loop: asyncio.AbstractEventLoop) -> None:
+        self._ls = ls
+        self._loop = loop
+        self._token: str | None = None
+        self._early: list[str] = []
+        self._ended = False
+        self._created: asyncio.Task | None = None
+
+    def begin(self, title: str) -> None:
+        self._created = asyncio.ensure_future(self._begin(title))
+
+    async def _begin(self, title: str) -> None:
+        self._token = await self._ls._progress_begin(title)
+        if self._token:
+            for message in self._early:
+                self._ls._progress_report(self._token, message)
+        self._early = []
+
+    def from_worker(self, message: str) -> None:
+        self._loop.call_soon_threadsafe(self._report, message)
+
+    def _report(self, message: str) -> None:
+        if self._ended:
+            return
+        if self._token:
+            self._ls._progress_report(self._token, message)
+        elif self._created is not None and not self._created.done():
+            self._early.append(message)
+
+    async def end(self) -> None:
+        if self._created is not None:
+            try:
+                await asyncio.shield(self._created)
+            except Exception:
+                pass  # no progress then; the result still goes out
+        self._finish()
+
+    def cancel(self) -> None:
+        """A superseded scan: end its progress whenever the token comes."""
+        if self._created is not None and not self._created.done():
+            self._created.add_done_callback(lambda _: self._finish())
+        else:
+            self._finish()
+
+    def _finish(self) -> None:
+        if not self._ended:
+            self._ended = True
+            self._ls._progress_end(self._token)
 
 
 server = RootGuardServer()
@@ -466,17 +703,41 @@ def on_initialize(ls: RootGuardServer, params: types.InitializeParams) -> None:
 @server.feature(types.INITIALIZED)
 async def on_initialized(ls: RootGuardServer, params: types.InitializedParams) -> None:
     # Compared with what was acknowledged: a window that starts wide warns like a live change.
+    since = time.time_ns()
     change = ls.tracker.set_folders(ls.folders, initial=True)
     ls.send_status()  # what the user waits for: nothing else before it
     if change.widened:
-        ls._inventory_task = asyncio.ensure_future(ls._inventory_then_mounts())
-    asyncio.get_running_loop().call_soon(ls.after_first_status, change.widened)
+        ls._start_inventory()
+    ls._spawn(ls.after_first_status(change.widened, since))
 
 
-def _warm_up_inventory() -> None:
-    from lsp_bridge.inventory.scan import warm_up
+def _warm_up(scans: _Scans) -> None:
+    """Import, in a worker, what the steps after start-up and the first widening need.
 
-    warm_up()
+    Most of it is imports (about 40 ms): done here, the event loop stays free for
+    messages. Each step waits while an inventory scan runs (it needs the CPU more);
+    a scan that needs one of these modules imports it on demand.
+    """
+    import importlib
+
+    from lsp_bridge.lsp import watch
+
+    steps = (
+        "lsp_bridge.inventory.scan",  # the first widening's scan, then its detectors
+        lambda: importlib.import_module("lsp_bridge.inventory.scan").warm_up(),
+        watch._load_changes,  # watchdog: the first watches
+        "watchdog.observers",
+        "lsp_bridge.approvals.service",  # every change of folders
+        "lsp_bridge.approvals.tray_link",
+        "lsp_bridge.inventory.mounts",
+        "lsp_bridge.lsp.convert",
+    )
+    for step in steps:
+        scans.wait_idle()
+        try:
+            importlib.import_module(step) if isinstance(step, str) else step()
+        except Exception:  # an optional part (the tray's client, say): its own step reports it
+            log.debug("warm-up step %s failed", step, exc_info=True)
 
 
 @server.feature(types.WORKSPACE_DID_CHANGE_WORKSPACE_FOLDERS)
@@ -486,7 +747,11 @@ async def on_folders_changed(ls: RootGuardServer, params: types.DidChangeWorkspa
     added = [_fs_path(f.uri) for f in params.event.added if f.uri.startswith("file:")]  # as at initialize
     folders += [path for path in added if path not in folders]
     ls.folders = folders
-    ls.apply_change(ls.tracker.set_folders(folders))
+    done = ls._scans.begin()  # the person waits: the warm-up's next step waits too
+    try:
+        ls.apply_change(ls.tracker.set_folders(folders))
+    finally:
+        done()
 
 
 @server.feature(types.SHUTDOWN)

@@ -5,6 +5,12 @@ is kept short by importing little: the server module imports pygls and
 lsprotocol, everything else (configuration, worktrees, the inventory, the
 watcher, detect-secrets) is imported when first used, and the slow parts run
 after the first ``rootguard/status`` has gone out (``server.on_initialized``).
+
+The objects those imports create (pygls, lsprotocol's hundreds of classes) live
+as long as the process: they are moved out of the garbage collector's reach
+(``gc.freeze``) before serving, and the collector is off while they are
+imported (they hold no garbage), so no full collection walks them, neither
+before the first status (a 30-40 ms pause there otherwise) nor later.
 """
 
 from __future__ import annotations
@@ -14,8 +20,25 @@ import sys
 
 
 def main(argv: list[str] | None = None) -> int:
-    import argparse
+    import gc
+
+    gc.disable()  # imports only, until start_io: see the module's docstring
     import logging
+
+    args = sys.argv[1:] if argv is None else argv
+    # As editors start it (no option, or --stdio): no argparse import on the way to the first status.
+    level = os.environ.get("ROOTGUARD_LOG", "WARNING") if set(args) <= {"--stdio"} else _parse(args).log_level
+    logging.basicConfig(stream=sys.stderr, level=level.upper(), format="rootguard: %(levelname)s %(message)s")
+    from lsp_bridge.lsp.server import server
+
+    gc.freeze()  # module-level objects are permanent: full collections need not walk them
+    gc.enable()
+    server.start_io()
+    return 0
+
+
+def _parse(argv: list[str]):
+    import argparse
 
     parser = argparse.ArgumentParser(prog="rootguard lsp", description="Root Guard language server (stdio)")
     parser.add_argument("--stdio", action="store_true", help="talk LSP on stdin/stdout (the default and only transport)")
@@ -23,9 +46,4 @@ def main(argv: list[str] | None = None) -> int:
                         choices=["DEBUG", "INFO", "WARNING", "ERROR", "debug", "info", "warning", "error"],
                         metavar="LEVEL", help="log to stderr from LEVEL up: debug, info, warning (default, "
                         "or $ROOTGUARD_LOG), error")
-    args = parser.parse_args(argv)
-    logging.basicConfig(stream=sys.stderr, level=args.log_level.upper(), format="rootguard: %(levelname)s %(message)s")
-    from lsp_bridge.lsp.server import server
-
-    server.start_io()
-    return 0
+    return parser.parse_args(argv)

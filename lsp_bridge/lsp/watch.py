@@ -23,6 +23,11 @@ changed). A file created anywhere in a union entry is therefore seen within a
 second. At most ``DEEP_BUDGET`` directories are polled; beyond it the status
 carries ``watch_limit``, a sentence saying what is not followed until the next
 widening recounts.
+The rescan pauses while an inventory scan runs (``idle``): the widening's
+warning waits for that scan, and both want the same CPU.
+
+Watches change incrementally: a directory still planned keeps its watch, so a
+widening starts only the new ones (each is an inotify instance and two threads).
 
 Reads (open, close without writing) are filtered out, so the inventory's own
 scans do not wake the watcher.
@@ -35,6 +40,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 WATCH_BUDGET = 16
 INVENTORY_DEPTH = 1
@@ -52,6 +58,7 @@ class WatchPlan:
     inventory_dirs: tuple[str, ...]
     truncated: int = 0  # directories left out because of the budget
     deep_roots: tuple[str, ...] = ()  # union entries: polled below the watched levels (DeepScan)
+    sequence: int = 0  # the caller's count of plans made: a later plan has a higher one
 
     def all(self) -> list[str]:
         seen: list[str] = []
@@ -68,6 +75,7 @@ def plan_watches(
     common_dirs: Iterable[str],
     union: Sequence[str],
     budget: int = WATCH_BUDGET,
+    sequence: int = 0,
 ) -> WatchPlan:
     config_dirs: list[str] = []
     for path in config_files:
@@ -90,7 +98,8 @@ def plan_watches(
                 truncated += 1
                 continue
             inventory_dirs.append(directory)
-    return WatchPlan(tuple(config_dirs), tuple(worktree_dirs), tuple(inventory_dirs), truncated, tuple(union))
+    return WatchPlan(tuple(config_dirs), tuple(worktree_dirs), tuple(inventory_dirs), truncated, tuple(union),
+                     sequence)
 
 
 def _nearest_existing(directory: str) -> str:
@@ -141,11 +150,12 @@ class Watcher:
     """A watchdog observer over a ``WatchPlan`` that reports debounced batches of paths."""
 
     def __init__(self, on_batch: Callable[[set[str]], object], *, debounce: float = 0.15,
-                 on_limit: Callable[[], object] | None = None, deep_budget: int = DEEP_BUDGET):
+                 on_limit: Callable[[], object] | None = None, deep_budget: int = DEEP_BUDGET,
+                 idle: Callable[[float], bool] | None = None):
         from watchdog.observers import Observer
 
         _load_changes()
-        self._deep = DeepScan(lambda paths: self._event(*paths), on_limit=on_limit, budget=deep_budget)
+        self._deep = DeepScan(lambda paths: self._event(*paths), on_limit=on_limit, budget=deep_budget, idle=idle)
 
         self._on_batch = on_batch
         self._debounce = debounce
@@ -155,32 +165,52 @@ class Watcher:
         self._lock = threading.Lock()
         self._timer: threading.Timer | None = None
         self._handler = _Handler(self._event)
-        self._watched: list[str] = []
+        self._watches: dict[str, tuple[Any, tuple[int, int]]] = {}  # directory -> (watchdog's handle, identity)
+        self._apply_lock = threading.Lock()
         self._observer.start()
 
     @property
     def watched(self) -> list[str]:
-        return list(self._watched)
+        return list(self._watches)
 
     @property
     def limit_note(self) -> str | None:
         """A sentence for the status when the deep rescan's budget is exhausted, else None."""
         return self._deep.limit_note
 
-    def apply(self, plan: WatchPlan) -> None:
-        self._deep.set_roots(plan.deep_roots)
+    def apply(self, plan: WatchPlan, *, since: int | None = None) -> None:
+        """Watch what ``plan`` names: directories kept keep their watch, only the others change.
+
+        ``since`` (``time.time_ns()``): when the union last changed, if earlier than
+        now. The deep rescan reports any directory modified after it (a file made
+        while the union was being scanned, before these watches began).
+        """
+        self._deep.set_roots(plan.deep_roots, since=since)
         wanted = plan.all()
-        if wanted == self._watched:
-            return
-        self._observer.unschedule_all()
-        scheduled = []
-        for directory in wanted:
-            try:
-                self._observer.schedule(self._handler, directory, recursive=False, event_filter=_CHANGES)
-                scheduled.append(directory)
-            except OSError:
-                continue  # vanished, or the OS is out of watches: never crash the server
-        self._watched = scheduled
+        # Each watch is an inotify instance and two threads: stopping and starting the
+        # ones that stay would cost milliseconds while the widening's inventory runs.
+        # A kept directory that was removed and made again is watched anew (its identity changed).
+        # Safe from any thread: one apply at a time; ``watched`` sees the old set until the new one is complete.
+        with self._apply_lock:
+            identities = {d: _identity(d) for d in wanted}
+            kept = dict(self._watches)
+            for directory in [d for d, (_, ident) in kept.items() if identities.get(d) != ident]:
+                watch, _ = kept.pop(directory)
+                try:
+                    self._observer.unschedule(watch)
+                except (KeyError, OSError):
+                    pass  # already gone with its directory
+            watches = {}
+            for directory in wanted:
+                if directory in kept:
+                    watches[directory] = kept[directory]
+                    continue
+                try:
+                    watch = self._observer.schedule(self._handler, directory, recursive=False, event_filter=_CHANGES)
+                except OSError:
+                    continue  # vanished, or the OS is out of watches: never crash the server
+                watches[directory] = (watch, identities[directory])
+            self._watches = watches
 
     def _event(self, *paths: str) -> None:
         with self._lock:
@@ -205,6 +235,15 @@ class Watcher:
         self._observer.stop()
 
 
+def _identity(directory: str) -> tuple[int, int]:
+    """(device, inode) of ``directory``; (-1, -1) when it is gone."""
+    try:
+        info = os.stat(directory)
+    except OSError:
+        return (-1, -1)
+    return (info.st_dev, info.st_ino)
+
+
 class DeepScan:
     """Polls directory modification times below some roots and reports the directories that changed.
 
@@ -217,8 +256,10 @@ class DeepScan:
     """
 
     def __init__(self, report: Callable[[list[str]], object], *, on_limit: Callable[[], object] | None = None,
-                 budget: int = DEEP_BUDGET, interval: float = DEEP_INTERVAL):
+                 budget: int = DEEP_BUDGET, interval: float = DEEP_INTERVAL,
+                 idle: Callable[[float], bool] | None = None):
         self._report = report
+        self._idle = idle  # idle(timeout): True once no inventory scan runs (the rescan waits for that)
         self._on_limit = on_limit
         self._budget = budget
         self._interval = interval
@@ -232,13 +273,14 @@ class DeepScan:
         self.limit_note: str | None = None
         self._thread: threading.Thread | None = None
 
-    def set_roots(self, roots: Sequence[str]) -> None:
+    def set_roots(self, roots: Sequence[str], *, since: int | None = None) -> None:
+        """Poll below ``roots`` from now on; directories modified after ``since`` (default: now) are reported."""
         with self._lock:
             if tuple(roots) == self._roots:
                 return
             self._roots = tuple(roots)
             self._reset = True
-            self._since = time.time_ns()
+            self._since = min(since, time.time_ns()) if since is not None else time.time_ns()
             if self._thread is None and roots:
                 self._thread = threading.Thread(target=self._run, name="rootguard-deep-scan", daemon=True)
                 self._thread.start()
@@ -254,10 +296,13 @@ class DeepScan:
                 reset = self._reset
             if reset:
                 # The walk waits for the widening's own inventory scan to be done (both want the
-                # CPU); a directory changed since the roots changed is reported when it is walked.
+                # CPU, see ``idle``); a directory changed since the roots changed is reported when walked.
                 self._wake.clear()
                 self._wake.wait(DEEP_SETTLE)
                 self._wake.clear()
+                if self._stopped:
+                    return
+            while self._idle is not None and not self._idle(DEEP_INTERVAL):  # a scan has the CPU first
                 if self._stopped:
                     return
             started = time.monotonic()

@@ -44,9 +44,9 @@ class AuditError(OSError):
 
 def audit_path() -> str:
     """``<user state dir>/rootguard/audit.jsonl`` (XDG_STATE_HOME on Linux)."""
-    import platformdirs
+    from lsp_bridge.core.userdirs import user_state_dir
 
-    return os.path.join(platformdirs.user_state_dir("rootguard"), FILE_NAME)
+    return os.path.join(user_state_dir(), FILE_NAME)
 
 
 def root_digest(root: str) -> str:

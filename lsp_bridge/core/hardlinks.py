@@ -49,6 +49,7 @@ class HardLinkIndex:
         self._lock = threading.Lock()
         self._built = -1e18
         self._inodes: dict[tuple[int, int], str] = {}
+        self._devices: frozenset[int] = frozenset()
         self._complete = True
 
     def denied(self, inode: tuple[int, int], path: str) -> str | None:
@@ -65,6 +66,21 @@ class HardLinkIndex:
             return ("it has several hard links and the denied files could not all be indexed "
                     f"(more than {MAX_ENTRIES} entries): refused, failing closed")
         return None
+
+    def devices(self) -> frozenset[int] | None:
+        """The devices (``st_dev``) holding a denied file's inode; None when the index is incomplete.
+
+        A hard link never crosses file systems, so a regular file on any other device
+        is no other name of a denied file: a listing of a directory on such a device
+        needs no inode per entry (``denied`` could only answer None). A file
+        bind-mounted from another device is not a hard link and is outside this rule,
+        as it is for ``denied``; reading it still resolves and checks its own inode.
+        None: every multiply-linked file is refused, so each one's link count is needed.
+        """
+        with self._lock:
+            if time.monotonic() - self._built > TTL:
+                self._build()
+            return self._devices if self._complete else None
 
     # -- building ----------------------------------------------------------------
 
@@ -103,6 +119,7 @@ class HardLinkIndex:
             if decision.decision == "deny" and decision.rule is not None:
                 inodes[(info.st_dev, info.st_ino)] = path
         self._inodes, self._complete, self._built = inodes, complete, time.monotonic()
+        self._devices = frozenset(device for device, _ in inodes)
 
 
 def _walk(roots: list[str]) -> Iterator[tuple[str, os.stat_result]]:

@@ -486,12 +486,22 @@ class Policy:
         base = directory if directory.endswith(os.sep) else directory + os.sep
         slot = self._slot(directory.rstrip(os.sep) or os.sep, op)
         verdicts = []
+        # A read of a child that is no anchor and has one link is decided by the directory's
+        # fixed winner alone (``_fast_verdict`` with nothing per child left to ask): once.
+        uniform = need == "read" and not slot.globbed
+        shared: Verdict | None = None
+        anchored = self._anchored
         for index, name in enumerate(names):
             path = base + name
             inode, nlink = files[index] if files is not None else (None, 1)
             verdict = None
             if name and os.sep not in name and name not in (".", ".."):
-                verdict = self._fast_verdict(op, path, slot, nlink)
+                if uniform and nlink <= 1 and (path.casefold() if CASE_INSENSITIVE else path) not in anchored:
+                    if shared is None:
+                        shared = self._fast_verdict(op, path, slot, nlink)
+                    verdict = shared
+                else:
+                    verdict = self._fast_verdict(op, path, slot, nlink)
             if verdict is None:
                 verdicts.append(self._decide_item((op, Target(path, inode=inode, nlink=nlink)), granted).verdict)
                 continue

@@ -229,6 +229,9 @@ class FileTools:
         self._lock = threading.RLock()  # decisions, grants and reloads; the I/O runs outside it
         self._config_mark = self._config_signature()
         self._config_checked = time.monotonic()
+        # Each listed entry's own ``relative_path`` (the listing's path + ``/`` + the name, ``%``
+        # written ``%25``); the MCP server leaves it out of its replies, which say it once.
+        self.listing_paths = True
 
     # -- projects --------------------------------------------------------------
 
@@ -400,6 +403,8 @@ class FileTools:
     def _target(self, resolved: Resolved) -> Target:
         """The engine's view of a resolved path; links are listed only when one was met."""
         if not resolved.traversed_symlink:
+            if resolved.nlink is not None:  # read by the resolver with the canonical path (one descriptor)
+                return Target(resolved.canonical, inode=resolved.inode, nlink=resolved.nlink)
             inode, nlink = inspect(resolved.canonical)
             return Target(resolved.canonical, inode=inode, nlink=nlink)
         target = self.policy.resolve(resolved.lexical)
@@ -597,28 +602,41 @@ class FileTools:
         and every entry of a directory reached through a link take ``peek``.
         """
         verdicts: list[str | None] = [None] * len(entries)
-        plain: list[tuple[int, str]] = []
+        plain_at: list[int] = []
+        names: list[str] = []
+        files: list[tuple[tuple[int, int] | None, int]] = []
         # The resolver's textual checks (characters, a leading drive or slash, ``..``) hold for
         # every ``dir/name`` when they hold for ``dir/name1/name2/...``: one check for the listing
         # below the root; a refusal there (or a listing of the root itself) checks name by name.
-        names_ok = bool(directory.relative) and _text_ok(
-            "/".join([_encode(directory.relative), *(_encode(e.name) for e in entries)]))
+        joined = "/".join([directory.relative, *(e.name for e in entries)])
+        names_ok = bool(directory.relative) and _text_ok(_encode(joined) if "%" in joined else joined)
+        every_peek = directory.traversed_symlink or not directory.exists
+        prefix = f"{directory.relative}/" if directory.relative else ""
         for index, entry in enumerate(entries):
-            if entry.kind == "symlink" or directory.traversed_symlink or not directory.exists:
-                relative = f"{directory.relative}/{entry.name}" if directory.relative else entry.name
-                verdicts[index] = self.peek(directory.root, relative, need)[0]
+            name = entry.name
+            if every_peek or entry.kind == "symlink":
+                verdicts[index] = self.peek(directory.root, prefix + name, need)[0]
                 continue
-            if not names_ok:
-                relative = f"{directory.relative}/{entry.name}" if directory.relative else entry.name
-                if not _text_ok(_encode(relative)):
-                    verdicts[index] = "deny"
-                    continue
-            plain.append((index, entry.name))
-        decided = self.policy.decide_children(need, directory.canonical, [entries[i].name for i, _ in plain],
-                                              self.grants, [(entries[i].inode, entries[i].nlink) for i, _ in plain])
-        for (index, _), verdict in zip(plain, decided, strict=True):
+            if not names_ok and not _text_ok(_encode(prefix + name)):
+                verdicts[index] = "deny"
+                continue
+            plain_at.append(index)
+            names.append(name)
+            files.append((entry.inode, entry.nlink))
+        decided = self.policy.decide_children(need, directory.canonical, names, self.grants, files)
+        for index, verdict in zip(plain_at, decided, strict=True):
             verdicts[index] = verdict
         return [v or "deny" for v in verdicts]
+
+    def listing_needs_stats(self, device: int) -> bool:
+        """Whether a listing on ``device`` needs each file's inode and link count.
+
+        Only a read of a file with several hard links that shares its inode with a
+        denied file is decided differently (``HardLinkIndex``); with no denied inode
+        on that device (and a complete index) no file there can be one.
+        """
+        devices = self.policy.hardlinks.devices()
+        return devices is None or device in devices
 
 
 class _Changed(Exception):
@@ -795,16 +813,21 @@ def run_list_directory(tools: FileTools, plan: Plan) -> dict:
     _refuse_outside(resolved, "list_directory")
     entries: list[dict[str, Any]] = []
     hidden, truncated = 0, False
-    listed = safe_io.list_directory(*_io(resolved))
+    listed = safe_io.list_directory(*_io(resolved), file_stats=tools.listing_needs_stats)
+    most = tools.limits.list_entries
+    prefix = f"{_encode(resolved.relative)}/" if resolved.relative else ""
+    paths = tools.listing_paths
     for entry, verdict in zip(listed, tools.peek_entries(resolved, listed), strict=True):
-        relative = f"{resolved.relative}/{entry.name}" if resolved.relative else entry.name
         if verdict == "deny":
             hidden += 1
             continue
-        if len(entries) >= tools.limits.list_entries:
+        if len(entries) >= most:
             truncated = True
             break
-        item: dict[str, Any] = {"name": entry.name, "type": entry.kind, "relative_path": _encode(relative)}
+        name = entry.name
+        item: dict[str, Any] = {"name": name, "type": entry.kind}
+        if paths:
+            item["relative_path"] = prefix + (name.replace("%", "%25") if "%" in name else name)
         if verdict == "request":
             item["needs_approval"] = True
         entries.append(item)

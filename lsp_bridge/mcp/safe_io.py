@@ -25,7 +25,7 @@ import errno
 import os
 import secrets
 import stat
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import NamedTuple
 
@@ -144,10 +144,20 @@ def file_info(root: str, relative: str) -> os.stat_result:
     return info
 
 
-def list_directory(root: str, relative: str) -> list[Entry]:
-    """The entries of a directory, sorted by name, links reported as links."""
+def list_directory(root: str, relative: str, *, file_stats: bool | Callable[[int], bool] = True) -> list[Entry]:
+    """The entries of a directory, sorted by name, links reported as links.
+
+    ``file_stats`` says whether each regular file's inode and link count are read
+    (one ``fstatat`` per file, relative to the directory's descriptor); given a
+    function, it is asked once with the directory's ``st_dev``. Without them a
+    file's entry has ``inode=None, nlink=1``.
+    """
     with open_directory(root, _parts(relative)) as dfd:
-        return sorted(_entries(dfd))  # (name, kind) tuples: names are unique, so by name
+        if callable(file_stats):
+            file_stats = file_stats(os.fstat(dfd).st_dev)
+        found = _entries(dfd, file_stats)
+    found.sort()  # names are unique: by name
+    return found
 
 
 def walk_files(root: str, relative: str, *, skip_dirs: frozenset[str] = frozenset(), limit: int) -> Iterator[str]:
@@ -313,20 +323,24 @@ def _require_plain_leaf(mode: int, shown: str) -> None:
     _require_regular(mode, shown)
 
 
-def _entries(dfd: int) -> list[Entry]:
+def _entries(dfd: int, file_stats: bool = True) -> list[Entry]:
+    """Each entry's kind from the directory entry's type (``lstat`` only where the file system gives none)."""
     found: list[Entry] = []
     append = found.append
     with os.scandir(dfd) as it:
         for item in it:
             try:
-                if item.is_symlink():
-                    kind = "symlink"
-                elif item.is_dir(follow_symlinks=False):
-                    kind = "directory"
-                elif item.is_file(follow_symlinks=False):
-                    info = item.stat(follow_symlinks=False)  # fstatat(dfd, name): the engine checks hard links
-                    append(Entry(item.name, "file", (info.st_dev, info.st_ino), info.st_nlink))
+                if item.is_file(follow_symlinks=False):
+                    if file_stats:
+                        info = item.stat(follow_symlinks=False)  # fstatat(dfd, name): the engine checks hard links
+                        append(Entry(item.name, "file", (info.st_dev, info.st_ino), info.st_nlink))
+                    else:
+                        append(Entry(item.name, "file"))
                     continue
+                if item.is_dir(follow_symlinks=False):
+                    kind = "directory"
+                elif item.is_symlink():
+                    kind = "symlink"
                 else:
                     kind = "other"
             except OSError:

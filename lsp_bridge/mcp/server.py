@@ -260,8 +260,10 @@ class GuardedServer:
     # -- roots -----------------------------------------------------------------------
 
     def _build(self, roots: Sequence[str]) -> FileTools:
-        return FileTools(roots, env=self.env, audit=self.audit, mirror=self.mirror, limits=self.limits,
-                         taken_ids=self.taken_ids, grants=self.approvals.grants)
+        tools = FileTools(roots, env=self.env, audit=self.audit, mirror=self.mirror, limits=self.limits,
+                          taken_ids=self.taken_ids, grants=self.approvals.grants)
+        tools.listing_paths = False  # a listing's entries are named once by the listing's relative_path
+        return tools
 
     async def _refresh_roots(self, ctx) -> None:
         """Handshake era: ask ``roots/list`` when the client offers roots and they may have changed."""
@@ -491,8 +493,10 @@ _KINDS = {"file": "[FILE]", "directory": "[DIR]", "symlink": "[LINK]"}
 
 def _listing_text(result: dict) -> str:
     """A listing's text content: ``[FILE] name`` lines (the structured content has every field)."""
+    kinds = _KINDS
     lines = [
-        f"{_KINDS.get(e['type'], '[OTHER]')} {e['name']}" + (" (needs approval)" if e.get("needs_approval") else "")
+        f"{kinds.get(e['type'], '[OTHER]')} {e['name']} (needs approval)" if "needs_approval" in e
+        else f"{kinds.get(e['type'], '[OTHER]')} {e['name']}"
         for e in result["entries"]
     ]
     if result.get("hidden"):
@@ -502,7 +506,9 @@ def _listing_text(result: dict) -> str:
     return "\n".join(lines) if lines else "(empty directory)"
 
 
-def _ok(result: dict) -> types.CallToolResult:
+def _ok(result: dict) -> dict[str, Any]:
+    """A ``CallToolResult`` in its wire form: the SDK validates it once on the way out, and a
+    listing's thousand entries are not first built into models and dumped again."""
     if "text" in result:  # read_file: the file goes in the content, its metadata in structured content
         text = result.pop("text")
         shown = text if text is not None else f"binary file, {result.get('size')} bytes: not returned as text"
@@ -510,7 +516,8 @@ def _ok(result: dict) -> types.CallToolResult:
         shown = _listing_text(result)
     else:
         shown = json.dumps(result, indent=2, ensure_ascii=False)
-    return types.CallToolResult(content=[types.TextContent(type="text", text=shown)], structured_content=result)
+    return {"content": [{"type": "text", "text": shown}], "structuredContent": result, "isError": False,
+            "resultType": "complete"}  # as CallToolResult dumps it; a handshake-era session drops it
 
 
 def _error(err: ToolError) -> types.CallToolResult:

@@ -101,7 +101,7 @@ def resolve(project_root: str, relative_path: str, *, for_read: bool = False, ou
     decoded = checked_text(relative_path)
     root = _canonical_root(project_root, relative_path)
     parts = [part for part in decoded.split("/") if part not in ("", ".")]
-    lexical = os.path.join(root, *parts)
+    lexical = f"{root.rstrip('/')}/{'/'.join(parts)}" if parts else root  # os.path.join(root, *parts)
     canonical, info = paths.realpath_stat(lexical)
     escaped = not paths.is_within(canonical, root)
     if escaped and not outside:

@@ -304,7 +304,7 @@ class FileTools:
         policy = self.session.policy
         if policy is None:  # pragma: no cover - open_session always builds one
             raise ToolError("invalid_arguments", "no policy for these roots")
-        batch = policy.decide_batch(items, granted=self.grants)
+        batch = policy.decide_batch(items, granted=self.grants, fast=True)
         return self._plan_from(batch, tool, args, caller, cid, project_id, accesses)
 
     def _accesses(self, tool: str, args: dict) -> list[Access]:

@@ -197,7 +197,9 @@ def open_directory(root: str, parts: list[str], *, create: bool = False) -> Iter
     """A descriptor for ``root/parts...``, reached without following any link."""
     fd = _open_root(root)
     try:
-        base = _fd_path(fd)
+        # Where the directory must be found: below the root the decision saw (a root moved since
+        # is refused too). Only where /proc names descriptors.
+        base = root if _HAS_PROC else None
         for index, part in enumerate(parts):
             child = _step(fd, part, "/".join(parts[: index + 1]), create)
             os.close(fd)
@@ -377,14 +379,18 @@ def _os_call(function, shown: str, *args, **kwargs) -> None:
 
 
 def _read_all(fd: int, most: int) -> bytes:
+    """Up to ``most`` bytes of a regular file: a short read is its end."""
     chunks = []
     left = most
     while left > 0:
-        chunk = os.read(fd, min(left, 1 << 20))
+        asked = min(left, 1 << 20)
+        chunk = os.read(fd, asked)
         if not chunk:
             break
         chunks.append(chunk)
         left -= len(chunk)
+        if len(chunk) < asked:
+            break
     return b"".join(chunks)
 
 

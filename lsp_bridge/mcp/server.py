@@ -59,7 +59,7 @@ from lsp_bridge.approvals.service import (
 )
 from lsp_bridge.core.paths import canonical, is_within
 from lsp_bridge.mcp.audit import AuditLog
-from lsp_bridge.mcp.file_tools import Caller, FileTools, Limits, ToolError
+from lsp_bridge.mcp.file_tools import Caller, FileTools, Limits, Plan, ToolError
 
 if TYPE_CHECKING:  # imported lazily at run time
     import anyio.abc
@@ -195,13 +195,18 @@ class GuardedServer:
         tools = self.tools
         caller = self._caller(ctx)
         try:
-            # Decisions and I/O run in worker threads: a long search or a big read never holds the other calls.
-            plan = await anyio.to_thread.run_sync(tools.plan, params.name, params.arguments or {}, caller)
+            # Decisions and I/O run in a worker thread: a long search or a big read never holds the other
+            # calls. A call that needs no approval is decided, logged and done in one trip there.
+            decided = await anyio.to_thread.run_sync(self._decide_and_run, tools, params.name,
+                                                     params.arguments or {}, caller)
             held = tools.session.held()
             if held != self._held_shown:  # a held configuration change: the person sees it in the tray
                 self._held_shown = held
                 if self.tray is not None:
                     await self._publish()
+            if not isinstance(decided, Plan):
+                return decided
+            plan = decided
             approval = approver = None
             if plan.verdict == "request":
                 preview = await anyio.to_thread.run_sync(self._preview, plan)  # what a write changes, for the tray
@@ -224,6 +229,16 @@ class GuardedServer:
         except Exception as exc:  # noqa: BLE001 - every failure is a coded error with an audit line
             log.warning("%s failed unexpectedly: %s", params.name, type(exc).__name__)
             return _error(tools.failure(params.name, params.arguments, caller, exc))
+
+    def _decide_and_run(self, tools: FileTools, name: str, arguments: dict, caller: Caller) -> Plan | dict[str, Any]:
+        """In the worker: the plan; when it needs no approval, its audit line, its I/O and the reply too."""
+        plan = tools.plan(name, arguments, caller)
+        if plan.verdict == "request":
+            return plan  # the approval is asked from the event loop
+        if tools is not self.tools and plan.verdict == "allow":
+            raise tools.reject(plan, "workspace_changed", "the workspace roots changed while this call was "
+                               "decided; call list_projects and try again")
+        return _ok(tools.conclude(plan))
 
     async def _startup_guard(self, ctx, call_next):
         """With no --root, a client that offers no roots cannot be served: refuse to start."""

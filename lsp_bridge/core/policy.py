@@ -43,6 +43,7 @@ import os
 import stat
 from collections.abc import Container, Iterable, Sequence
 from dataclasses import dataclass, field, replace
+from itertools import repeat
 from typing import Any
 
 from lsp_bridge.core.paths import CASE_INSENSITIVE, fold, is_within, realpath
@@ -56,6 +57,7 @@ _ = PathRule  # re-exported for callers building rules
 OPERATIONS = ("read", "write", "delete", "rename", "metadata")
 _NEEDS = {"read": "read", "write": "write", "metadata": "write", "delete": "delete"}
 _MUTATING = {"write", "metadata", "delete", "rename"}
+_DOTS = (".", "..")
 
 
 class PolicyInputError(ValueError):
@@ -529,11 +531,12 @@ class Policy:
         uniform = need == "read" and not slot.globbed
         shared: Verdict | None = None
         anchored = self._anchored
-        for index, name in enumerate(names):
+        sep = os.sep
+        pairs = zip(names, files, strict=True) if files is not None else zip(names, repeat((None, 1)))
+        for name, (inode, nlink) in pairs:
             path = base + name
-            inode, nlink = files[index] if files is not None else (None, 1)
             verdict = None
-            if name and os.sep not in name and name not in (".", ".."):
+            if name and sep not in name and name not in _DOTS:
                 if uniform and nlink <= 1 and (path.casefold() if CASE_INSENSITIVE else path) not in anchored:
                     if shared is None:
                         shared = self._fast_verdict(op, path, slot, nlink)

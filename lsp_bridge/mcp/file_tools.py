@@ -612,6 +612,12 @@ class FileTools:
         names_ok = bool(directory.relative) and _text_ok(_encode(joined) if "%" in joined else joined)
         every_peek = directory.traversed_symlink or not directory.exists
         prefix = f"{directory.relative}/" if directory.relative else ""
+        if names_ok and not every_peek:  # the common listing: only links are peeked one by one
+            plain_at = [i for i, e in enumerate(entries) if e.kind != "symlink"]
+            if len(plain_at) == len(entries):
+                names = [e.name for e in entries]
+                files = [(e.inode, e.nlink) for e in entries]
+                return self.policy.decide_children(need, directory.canonical, names, self.grants, files)
         for index, entry in enumerate(entries):
             name = entry.name
             if every_peek or entry.kind == "symlink":

@@ -22,6 +22,7 @@ separators ("" is the root itself), as the resolver produced them. Errors are
 from __future__ import annotations
 
 import errno
+import operator
 import os
 import secrets
 import stat
@@ -34,6 +35,7 @@ _READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 _TEMP_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
 _PROC_FD = "/proc/self/fd"
 _HAS_PROC = os.path.isdir(_PROC_FD)
+_NAME = operator.itemgetter(0)
 
 
 class SafeIOError(Exception):
@@ -68,7 +70,7 @@ def read_file(root: str, relative: str, *, limit: int) -> bytes:
             _require_regular(info.st_mode, relative)
             if info.st_size > limit:
                 raise SafeIOError("file_too_large", f"{relative} has {info.st_size} bytes; the limit is {limit}")
-            data = _read_all(fd, limit + 1)
+            data = _read_all(fd, limit + 1, first=info.st_size + 1)
         finally:
             os.close(fd)
     if len(data) > limit:
@@ -156,7 +158,7 @@ def list_directory(root: str, relative: str, *, file_stats: bool | Callable[[int
         if callable(file_stats):
             file_stats = file_stats(os.fstat(dfd).st_dev)
         found = _entries(dfd, file_stats)
-    found.sort()  # names are unique: by name
+    found.sort(key=_NAME)  # names are unique: by name
     return found
 
 
@@ -329,15 +331,16 @@ def _entries(dfd: int, file_stats: bool = True) -> list[Entry]:
     """Each entry's kind from the directory entry's type (``lstat`` only where the file system gives none)."""
     found: list[Entry] = []
     append = found.append
+    new = tuple.__new__  # Entry(...) without the named tuple's Python-level __new__: a listing makes thousands
     with os.scandir(dfd) as it:
         for item in it:
             try:
                 if item.is_file(follow_symlinks=False):
                     if file_stats:
                         info = item.stat(follow_symlinks=False)  # fstatat(dfd, name): the engine checks hard links
-                        append(Entry(item.name, "file", (info.st_dev, info.st_ino), info.st_nlink))
+                        append(new(Entry, (item.name, "file", (info.st_dev, info.st_ino), info.st_nlink)))
                     else:
-                        append(Entry(item.name, "file"))
+                        append(new(Entry, (item.name, "file", None, 1)))
                     continue
                 if item.is_dir(follow_symlinks=False):
                     kind = "directory"
@@ -347,7 +350,7 @@ def _entries(dfd: int, file_stats: bool = True) -> list[Entry]:
                     kind = "other"
             except OSError:
                 continue
-            append(Entry(item.name, kind))
+            append(new(Entry, (item.name, kind, None, 1)))
     return found
 
 
@@ -378,12 +381,16 @@ def _os_call(function, shown: str, *args, **kwargs) -> None:
         raise SafeIOError("io_error", f"{shown}: {exc.strerror}") from None
 
 
-def _read_all(fd: int, most: int) -> bytes:
-    """Up to ``most`` bytes of a regular file: a short read is its end."""
+def _read_all(fd: int, most: int, *, first: int = 1 << 20) -> bytes:
+    """Up to ``most`` bytes of a regular file: a short read is its end.
+
+    ``first`` sizes the first request (the size ``fstat`` gave, plus one to see the end):
+    a buffer of the file's size, not of the limit, is allocated; a file that grew is read on.
+    """
     chunks = []
     left = most
+    asked = min(left, max(first, 1))
     while left > 0:
-        asked = min(left, 1 << 20)
         chunk = os.read(fd, asked)
         if not chunk:
             break
@@ -391,7 +398,8 @@ def _read_all(fd: int, most: int) -> bytes:
         left -= len(chunk)
         if len(chunk) < asked:
             break
-    return b"".join(chunks)
+        asked = min(left, 1 << 20)
+    return chunks[0] if len(chunks) == 1 else b"".join(chunks)
 
 
 def _write_all(fd: int, data: bytes) -> None:

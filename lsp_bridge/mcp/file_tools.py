@@ -31,7 +31,7 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, cast
 
 from lsp_bridge.approvals.service import ALLOWING, SessionGrants
 from lsp_bridge.core.globs import GlobError, GlobSet
@@ -617,7 +617,7 @@ class FileTools:
             if len(plain_at) == len(entries):
                 names = [e.name for e in entries]
                 files = [(e.inode, e.nlink) for e in entries]
-                return self.policy.decide_children(need, directory.canonical, names, self.grants, files)
+                return cast("list[str]", self.policy.decide_children(need, directory.canonical, names, self.grants, files))
         for index, entry in enumerate(entries):
             name = entry.name
             if every_peek or entry.kind == "symlink":

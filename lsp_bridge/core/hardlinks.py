@@ -30,6 +30,8 @@ import stat
 import threading
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import TYPE_CHECKING
 
 from lsp_bridge.core.paths import is_within
@@ -39,6 +41,23 @@ if TYPE_CHECKING:  # pragma: no cover
 
 TTL = 30.0
 MAX_ENTRIES = 500_000
+
+_NO_WALK: ContextVar[bool] = ContextVar("rootguard_hardlinks_no_walk", default=False)
+
+
+class IndexStale(Exception):
+    """The index needs a rebuild and the caller asked for no walk (``no_walk``)."""
+
+
+@contextmanager
+def no_walk() -> Iterator[None]:
+    """Within: asking a stale index raises ``IndexStale`` instead of walking (a caller that
+    must not block, such as the MCP server's event loop, then asks from a worker thread)."""
+    token = _NO_WALK.set(True)
+    try:
+        yield
+    finally:
+        _NO_WALK.reset(token)
 
 
 class HardLinkIndex:
@@ -54,9 +73,7 @@ class HardLinkIndex:
 
     def denied(self, inode: tuple[int, int], path: str) -> str | None:
         """Why a read of ``path`` (inode ``inode``, several links) is refused, or None."""
-        with self._lock:
-            if time.monotonic() - self._built > TTL:
-                self._build()
+        with self._fresh():
             other = self._inodes.get(inode)
             complete = self._complete
         if other is not None and other != path:
@@ -77,10 +94,24 @@ class HardLinkIndex:
         as it is for ``denied``; reading it still resolves and checks its own inode.
         None: every multiply-linked file is refused, so each one's link count is needed.
         """
-        with self._lock:
-            if time.monotonic() - self._built > TTL:
-                self._build()
+        with self._fresh():
             return self._devices if self._complete else None
+
+    @contextmanager
+    def _fresh(self) -> Iterator[None]:
+        """The lock held over an index no older than ``TTL`` (rebuilt here, unless ``no_walk``:
+        then a stale index, or one another thread is rebuilding, raises ``IndexStale``)."""
+        quick = _NO_WALK.get()
+        if not self._lock.acquire(blocking=not quick):
+            raise IndexStale("the hard-link index is being rebuilt")
+        try:
+            if time.monotonic() - self._built > TTL:
+                if quick:
+                    raise IndexStale("the hard-link index needs a rebuild")
+                self._build()
+            yield
+        finally:
+            self._lock.release()
 
     # -- building ----------------------------------------------------------------
 

@@ -88,6 +88,7 @@ class Resolved:
     # path from the same descriptor (``policy.inspect`` of ``canonical``); None: not read.
     inode: tuple[int, int] | None = field(default=None, compare=False)
     nlink: int | None = field(default=None, compare=False)
+    size: int | None = field(default=None, compare=False)  # st_size from the same descriptor; None: not read
 
 
 def resolve(project_root: str, relative_path: str, *, for_read: bool = False, outside: bool = False) -> Resolved:
@@ -138,6 +139,7 @@ def resolve(project_root: str, relative_path: str, *, for_read: bool = False, ou
         outside=escaped,
         inode=inode,
         nlink=nlink,
+        size=info.st_size if info is not None and mode is not None else None,
     )
 
 

@@ -28,13 +28,14 @@ import re
 import stat
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, cast
+from typing import Any, TypeVar, cast
 
 from lsp_bridge.approvals.service import ALLOWING, SessionGrants
 from lsp_bridge.core.globs import GlobError, GlobSet
+from lsp_bridge.core.hardlinks import IndexStale, no_walk
 from lsp_bridge.core.paths import canonical, is_within
 from lsp_bridge.core.policy import BatchDecision, Decision, Part, Policy, Target, inspect, oracle_inside
 from lsp_bridge.core.resolver import Resolved, ResolveError, checked_text, resolve, resolve_in_projects
@@ -73,9 +74,11 @@ ARGUMENTS = {
     "move_file": {"project_id", "source", "destination"},
     "apply_patch": {"project_id", "changes"},
 }
+T = TypeVar("T")
 _SLUG = re.compile(r"[^A-Za-z0-9._-]+")
 SKIP_DIRS = frozenset({".git"})
 MAX_CHANGES = 100
+QUICK_READ_BYTES = 256 * 1024  # a read_file the MCP server may serve without a worker thread (FileTools.quick)
 
 
 class ToolError(Exception):
@@ -554,6 +557,42 @@ class FileTools:
         return {"roots_union": union, "agrees": union == decision}
 
     # -- configuration changes ---------------------------------------------------
+
+    def plan_quick(self, tool: str, args: Any, caller: Caller = Caller(),
+                   then: Callable[[Plan], T] | None = None) -> Plan | T | None:
+        """``plan`` when deciding the call is only lookups and a few system calls, else None.
+
+        None while a slow step is due or under way: a configuration file changed (a reload
+        parses it and rebuilds the policy), the call needs the hard-link index and it is
+        stale (a rebuild walks the deny rules' anchors), or another thread is deciding. The
+        caller then plans in a worker thread. ``then``: called with a plan that is refused
+        or ``concludes_quickly``, without letting another thread decide in between.
+        """
+        if not self._lock.acquire(blocking=False):  # a worker is deciding (perhaps reloading): its turn
+            return None
+        try:
+            now = time.monotonic()
+            if now - self._config_checked >= 1.0:
+                if self._config_signature() != self._config_mark:
+                    return None  # ``plan`` reloads it
+                self._config_checked = now
+            with no_walk():
+                try:
+                    plan = self._plan(tool, args, caller)
+                except IndexStale:
+                    return None
+            if then is not None and (plan.verdict == "deny" or self.concludes_quickly(plan)):
+                return then(plan)
+            return plan
+        finally:
+            self._lock.release()
+
+    @staticmethod
+    def concludes_quickly(plan: Plan) -> bool:
+        """An allowed ``read_file`` of at most ``QUICK_READ_BYTES`` bytes (as the resolver saw it)."""
+        resolved = plan.accesses[0].resolved if len(plan.accesses) == 1 else None
+        return (plan.tool == "read_file" and plan.verdict == "allow" and resolved is not None
+                and resolved.size is not None and resolved.size <= QUICK_READ_BYTES)
 
     def _maybe_reload(self) -> None:
         """Pick up edited configuration files (checked at most once a second)."""

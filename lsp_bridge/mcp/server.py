@@ -200,9 +200,12 @@ class GuardedServer:
         caller = self._caller(ctx)
         try:
             # Decisions and I/O run in a worker thread: a long search or a big read never holds the other
-            # calls. A call that needs no approval is decided, logged and done in one trip there.
-            decided = await anyio.to_thread.run_sync(self._decide_and_run, tools, params.name,
-                                                     params.arguments or {}, caller)
+            # calls. A call that needs no approval is decided, logged and done in one trip there. A
+            # read_file whose decision is only lookups and whose file is small is served right here.
+            decided = self._decide_quickly(tools, params.name, params.arguments or {}, caller)
+            if decided is None:
+                decided = await anyio.to_thread.run_sync(self._decide_and_run, tools, params.name,
+                                                         params.arguments or {}, caller)
             held = tools.session.held()
             if held != self._held_shown:  # a held configuration change: the person sees it in the tray
                 self._held_shown = held
@@ -234,9 +237,20 @@ class GuardedServer:
             log.warning("%s failed unexpectedly: %s", params.name, type(exc).__name__)
             return _error(tools.failure(params.name, params.arguments, caller, exc))
 
-    def _decide_and_run(self, tools: FileTools, name: str, arguments: dict, caller: Caller) -> Plan | dict[str, Any]:
+    def _decide_quickly(self, tools: FileTools, name: str, arguments: dict,
+                        caller: Caller) -> Plan | dict[str, Any] | None:
+        """On the event loop, a ``read_file`` that ``FileTools.plan_quick`` decides: refused, or
+        allowed and ``concludes_quickly`` (small), it is logged and done here; a plan that needs an
+        approval or a big read is returned (the read then runs in a worker). None: plan in a worker."""
+        if name != "read_file":
+            return None
+        return tools.plan_quick(name, arguments, caller,
+                                then=lambda plan: self._decide_and_run(tools, name, arguments, caller, plan))
+
+    def _decide_and_run(self, tools: FileTools, name: str, arguments: dict, caller: Caller,
+                        plan: Plan | None = None) -> Plan | dict[str, Any]:
         """In the worker: the plan; when it needs no approval, its audit line, its I/O and the reply too."""
-        plan = tools.plan(name, arguments, caller)
+        plan = plan or tools.plan(name, arguments, caller)
         if plan.verdict == "request":
             return plan  # the approval is asked from the event loop
         if tools is not self.tools and plan.verdict == "allow":

@@ -1,9 +1,12 @@
 """read_file through ``rootguard mcp`` against a plain ``open().read()`` loop on the same files.
 
-Usage: .venv/bin/python bench/bench_mcp.py [--files 200] [--calls 600] [--seconds 1.0]
+Usage: .venv/bin/python bench/bench_mcp.py [--dir DIR] [--files 200] [--calls 600] [--seconds 1.0]
 
 It builds a repository of small text files (three directory levels, ~2 KB
-each, plus a ``.rootguard.toml`` with a few rules), then measures, in one run:
+each, plus a ``.rootguard.toml`` with a few rules), or with ``--dir`` takes any
+existing directory as the project (its own configuration, up to ``--files`` of
+its text files of at most 8 KB, and those of 16-64 KB for the large row; nothing
+is written there), then measures, in one run:
 
 1. over stdio: ``read_file`` calls per second through the real server process
    with the mcp SDK's client (2026-07-28 and handshake-era sessions), against
@@ -82,6 +85,30 @@ def build(base: Path, count: int, lines: int = 80, prefix: str = "src") -> tuple
     return Path(os.path.realpath(repo)), relatives
 
 
+def pick(repo: Path, count: int, low: int, high: int) -> list[str]:
+    """Up to ``count`` regular text files of ``low``..``high`` bytes below ``repo`` (relative, sorted)."""
+    found: list[str] = []
+    for top, dirs, files in os.walk(repo):
+        dirs[:] = sorted(d for d in dirs if d not in (".git", "node_modules"))
+        for name in sorted(files):
+            path = os.path.join(top, name)
+            try:
+                info = os.lstat(path)
+                if not (os.path.isfile(path) and not os.path.islink(path) and low <= info.st_size <= high):
+                    continue
+                with open(path, "rb") as handle:
+                    if b"\x00" in handle.read(8192):
+                        continue
+            except OSError:
+                continue
+            relative = os.path.relpath(path, repo).replace(os.sep, "/")
+            if "%" not in relative:  # a literal % would have to be asked for as %25
+                found.append(relative)
+            if len(found) >= count:
+                return found
+    return found
+
+
 def plain_rate(paths: list[str], seconds: float) -> float:
     """open().read() calls per second (wall clock, best of 5 slices)."""
     best = 0.0
@@ -110,7 +137,7 @@ def per_call(fn, items: list, seconds: float, slices: int = 7) -> float:
 
 
 async def server_rate(repo: Path, relatives: list[str], calls: int, env: dict, mode: str,
-                      args: list[str] | None = None) -> tuple[float, float]:
+                      args: list[str] | None = None, project: str = "repo") -> tuple[float, float]:
     """(read_file calls/s, seconds to connect) over a real stdio session."""
     args = args or ["-m", "lsp_bridge.cli.main", "mcp", "--root", str(repo)]
     params = StdioServerParameters(command=sys.executable, args=args, env=env, cwd=str(repo.parent))
@@ -118,13 +145,13 @@ async def server_rate(repo: Path, relatives: list[str], calls: int, env: dict, m
     async with Client(params, mode=mode) as client:
         connected = time.perf_counter() - started
         for rel in relatives[:20]:  # warm up
-            await client.call_tool("read_file", {"project_id": "repo", "relative_path": rel})
+            await client.call_tool("read_file", {"project_id": project, "relative_path": rel})
         best = 0.0
         for part in range(3):  # best of three slices: the least disturbed on a shared machine
             start = time.perf_counter()
             for i in range(calls // 3):
                 rel = relatives[(part * calls + i) % len(relatives)]
-                result = await client.call_tool("read_file", {"project_id": "repo", "relative_path": rel})
+                result = await client.call_tool("read_file", {"project_id": project, "relative_path": rel})
                 if result.is_error:
                     raise SystemExit(f"read_file failed: {result.content[0].text}")
             best = max(best, (calls // 3) / (time.perf_counter() - start))
@@ -133,33 +160,50 @@ async def server_rate(repo: Path, relatives: list[str], calls: int, env: dict, m
 
 def main() -> int:
     parser = argparse.ArgumentParser()
+    parser.add_argument("--dir", help="an existing directory to serve as the project (default: build one)")
     parser.add_argument("--files", type=int, default=200)
     parser.add_argument("--calls", type=int, default=600)
     parser.add_argument("--seconds", type=float, default=1.0)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         base = Path(os.path.realpath(tmp))
-        repo, relatives = build(base, args.files)
+        if args.dir:
+            repo = Path(os.path.realpath(args.dir))
+            relatives, large = pick(repo, args.files, 1, 8192), pick(repo, max(args.files // 4, 1), 16384, 65536)
+        else:
+            repo, relatives = build(base, args.files)
+            large = []
         absolute = [str(repo / r) for r in relatives]
         state = base / "state"
         os.environ["XDG_STATE_HOME"] = str(state)
         env = {k: v for k, v in os.environ.items() if k in ("HOME", "PATH", "XDG_CONFIG_HOME", "XDG_RUNTIME_DIR")}
         env.update(XDG_STATE_HOME=str(state), ROOTGUARD_TRAY_SOCKET=str(base / "no-tray.sock"))
 
+        tools = FileTools([str(repo)], audit=AuditLog(str(state / "bench-audit.jsonl")))
+        project = tools.project_ids[0]
+        if args.dir:  # only what the policy lets an agent read (a fixture's .env stays out)
+            def allowed(rel: str) -> bool:
+                return tools.plan("read_file", {"project_id": project, "relative_path": rel}).verdict == "allow"
+
+            relatives, large = [r for r in relatives if allowed(r)], [r for r in large if allowed(r)]
+            if not relatives:
+                sys.exit(f"{repo}: no readable text file of at most 8 KB")
+            absolute = [str(repo / r) for r in relatives]
         plain = plain_rate(absolute, args.seconds)
-        print(f"files: {args.files} text files of {len((repo / relatives[0]).read_bytes()):,} bytes, 3 levels deep\n")
+        sizes = sorted(os.path.getsize(p) for p in absolute)
+        print(f"{repo}: {len(relatives)} text files of {sizes[0]:,}-{sizes[-1]:,} bytes; {os.cpu_count()} CPUs\n")
         print(f"{'over stdio (real server process)':<44} | {'calls/s':>10} | {'vs open().read()':>16}")
         print("-" * 78)
         print(f"{'open().read() loop':<44} | {plain:>10,.0f} | {'1.00x':>16}")
         for mode in ("auto", "legacy"):
-            rate, connect = anyio.run(server_rate, repo, relatives, args.calls, env, mode)
+            rate, connect = anyio.run(server_rate, repo, relatives, args.calls, env, mode, None, project)
             label = f"read_file via MCP ({'2026-07-28' if mode == 'auto' else 'handshake era'})"
             print(f"{label:<44} | {rate:>10,.0f} | {rate / plain:>15.4f}x   (connect {connect:.2f} s)")
         floor, _ = anyio.run(server_rate, repo, relatives, args.calls, env, "auto", ["-c", ECHO_SERVER])
         print(f"{'same SDK, a tool that does nothing (floor)':<44} | {floor:>10,.0f} | {floor / plain:>15.4f}x")
 
-        _, large = build(base, args.files // 4, lines=1300, prefix="big")  # ~32 KB files
-        tools = FileTools([str(repo)], audit=AuditLog(str(state / "bench-audit.jsonl")))
+        if not args.dir:
+            _, large = build(base, args.files // 4, lines=1300, prefix="big")  # ~32 KB files
         caller = Caller("bench", "bench", "n/a")
 
         def check(arguments):
@@ -177,8 +221,10 @@ def main() -> int:
               f"{'check/read':>10} | {'guarded read':>12} | {'guarded/read':>12}")
         print("-" * 106)
         ratios = []
-        for label, rels in (("~2 KB files", relatives), ("~32 KB files", large)):
-            calls = [{"project_id": "repo", "relative_path": r} for r in rels]
+        for label, rels in (("small files", relatives), ("16-64 KB files" if args.dir else "~32 KB files", large)):
+            if not rels:
+                continue
+            calls = [{"project_id": project, "relative_path": r} for r in rels]
             io_us = per_call(read, [str(repo / r) for r in rels], args.seconds)
             check_us = per_call(check, calls, args.seconds)
             whole_us = per_call(guarded, calls, args.seconds)

@@ -237,3 +237,42 @@ def test_a_link_out_of_the_project_is_refused_by_the_resolver(tmp_path):
     os.symlink(outside, repo / "link.txt")
     plan = tools_for(repo).plan("read_file", {"project_id": "repo", "relative_path": "link.txt"})
     assert (plan.verdict, plan.code) == ("deny", "path_outside_project")
+
+
+# --- the fast paths keep the answers (issue 15) ------------------------------------
+
+
+def test_a_listing_hides_a_hard_link_to_a_denied_file_and_skips_inodes_only_without_one(tmp_path):
+    """A denied file on the listed directory's device: each file's link count is read and the
+    second name is hidden. No denied file there: the listing needs no inode per entry."""
+    repo = make_repo(tmp_path / "repo", {".env": "KEY=1\n", "src/app.ts": "x\n"})
+    os.link(repo / ".env", repo / "src" / "env-copy")
+    project_rules(repo, '[[paths]]\nid = "dotenv"\npath = ".env"\npolicies = { read = "deny" }\n')
+    tools = tools_for(repo)
+    listing = run(tools, "list_directory", project_id="repo", relative_path="src")
+    assert [e["name"] for e in listing["entries"]] == ["app.ts"] and listing["hidden"] == 1
+    assert tools.listing_needs_stats(os.stat(repo / "src").st_dev)
+    plain = make_repo(tmp_path / "plain", {"src/app.ts": "x\n", "src/other.ts": "y\n"})
+    os.link(plain / "src" / "app.ts", plain / "src" / "app-link.ts")  # several links, nothing denied
+    open_tools = tools_for(plain)
+    assert not open_tools.listing_needs_stats(os.stat(plain / "src").st_dev)
+    listing = run(open_tools, "list_directory", project_id="plain", relative_path="src")
+    assert [e["name"] for e in listing["entries"]] == ["app-link.ts", "app.ts", "other.ts"]
+
+
+def test_a_quick_plan_never_walks_a_stale_hard_link_index_and_decides_like_plan(tmp_path):
+    """``plan_quick`` (the MCP server's event-loop path) gives up where ``plan`` would walk the
+    deny rules' anchors; once the index is fresh it decides exactly as ``plan``."""
+    repo = make_repo(tmp_path / "repo", {".env": "KEY=1\n", "src/app.ts": "x\n"})
+    os.link(repo / ".env", repo / "src" / "env-copy")
+    project_rules(repo, '[[paths]]\nid = "dotenv"\npath = ".env"\npolicies = { read = "deny" }\n')
+    tools = tools_for(repo)
+    args = {"project_id": "repo", "relative_path": "src/env-copy"}
+    assert tools.plan_quick("read_file", args) is None  # the index was never built: the worker's turn
+    slow = tools.plan("read_file", args)  # builds the index
+    quick = tools.plan_quick("read_file", args)
+    assert quick is not None and (quick.verdict, quick.code, quick.reason) == (slow.verdict, slow.code, slow.reason)
+    assert quick.verdict == "deny" and "hard link" in quick.reason
+    small = tools.plan_quick("read_file", {"project_id": "repo", "relative_path": "src/app.ts"})
+    assert small is not None and small.verdict == "allow" and tools.concludes_quickly(small)
+    assert tools.conclude(small)["size"] == 2

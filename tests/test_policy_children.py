@@ -7,7 +7,8 @@ random trees, random rules (user or project file, globs, exact file rules,
 several roots, a sibling worktree, session grants, hard links, protected names)
 every entry of every directory must get the verdict the full engine gives it
 (the resolver, then ``decide_batch`` of one, which never takes a fast path),
-for every operation.
+for every operation; and ``decide_batch(fast=True)`` (the MCP plan's point decision
+from the directory's share) gives the very same ``BatchDecision``.
 """
 
 from __future__ import annotations
@@ -159,6 +160,13 @@ def test_listing_fast_path_matches_the_engine(tmp_path_factory, dirs, files, rul
             assert [tools.policy.decide_granted(op, Target(os.path.join(resolved.canonical, n), inode=i, nlink=k),
                                                 tools.grants) for n, (i, k) in zip(plain, seen, strict=True)] == full
             assert quick == full, (op, text, directory, plain)
+            # The plan's fast point decision (``decide_batch(fast=True)``): the same Decision,
+            # rule and reason included, as the full engine's.
+            for n, (i, k) in zip(plain, seen, strict=True):
+                item = [(op, Target(os.path.join(resolved.canonical, n), inode=i, nlink=k))]
+                fast_one = tools.policy.decide_batch(item, granted=tools.grants, fast=True)
+                full_one = tools.policy.decide_batch(item, granted=tools.grants)
+                assert fast_one == full_one, (op, text, directory, n)
 
 
 def test_a_hard_link_to_a_denied_file_is_hidden_from_a_listing(tmp_path):

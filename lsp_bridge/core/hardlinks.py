@@ -30,6 +30,8 @@ import stat
 import threading
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import TYPE_CHECKING
 
 from lsp_bridge.core.paths import is_within
@@ -40,6 +42,23 @@ if TYPE_CHECKING:  # pragma: no cover
 TTL = 30.0
 MAX_ENTRIES = 500_000
 
+_NO_WALK: ContextVar[bool] = ContextVar("rootguard_hardlinks_no_walk", default=False)
+
+
+class IndexStale(Exception):
+    """The index needs a rebuild and the caller asked for no walk (``no_walk``)."""
+
+
+@contextmanager
+def no_walk() -> Iterator[None]:
+    """Within: asking a stale index raises ``IndexStale`` instead of walking (a caller that
+    must not block, such as the MCP server's event loop, then asks from a worker thread)."""
+    token = _NO_WALK.set(True)
+    try:
+        yield
+    finally:
+        _NO_WALK.reset(token)
+
 
 class HardLinkIndex:
     """The inodes of files a deny rule covers for ``read`` inside the union, built lazily."""
@@ -49,13 +68,12 @@ class HardLinkIndex:
         self._lock = threading.Lock()
         self._built = -1e18
         self._inodes: dict[tuple[int, int], str] = {}
+        self._devices: frozenset[int] = frozenset()
         self._complete = True
 
     def denied(self, inode: tuple[int, int], path: str) -> str | None:
         """Why a read of ``path`` (inode ``inode``, several links) is refused, or None."""
-        with self._lock:
-            if time.monotonic() - self._built > TTL:
-                self._build()
+        with self._fresh():
             other = self._inodes.get(inode)
             complete = self._complete
         if other is not None and other != path:
@@ -65,6 +83,35 @@ class HardLinkIndex:
             return ("it has several hard links and the denied files could not all be indexed "
                     f"(more than {MAX_ENTRIES} entries): refused, failing closed")
         return None
+
+    def devices(self) -> frozenset[int] | None:
+        """The devices (``st_dev``) holding a denied file's inode; None when the index is incomplete.
+
+        A hard link never crosses file systems, so a regular file on any other device
+        is no other name of a denied file: a listing of a directory on such a device
+        needs no inode per entry (``denied`` could only answer None). A file
+        bind-mounted from another device is not a hard link and is outside this rule,
+        as it is for ``denied``; reading it still resolves and checks its own inode.
+        None: every multiply-linked file is refused, so each one's link count is needed.
+        """
+        with self._fresh():
+            return self._devices if self._complete else None
+
+    @contextmanager
+    def _fresh(self) -> Iterator[None]:
+        """The lock held over an index no older than ``TTL`` (rebuilt here, unless ``no_walk``:
+        then a stale index, or one another thread is rebuilding, raises ``IndexStale``)."""
+        quick = _NO_WALK.get()
+        if not self._lock.acquire(blocking=not quick):
+            raise IndexStale("the hard-link index is being rebuilt")
+        try:
+            if time.monotonic() - self._built > TTL:
+                if quick:
+                    raise IndexStale("the hard-link index needs a rebuild")
+                self._build()
+            yield
+        finally:
+            self._lock.release()
 
     # -- building ----------------------------------------------------------------
 
@@ -103,6 +150,7 @@ class HardLinkIndex:
             if decision.decision == "deny" and decision.rule is not None:
                 inodes[(info.st_dev, info.st_ino)] = path
         self._inodes, self._complete, self._built = inodes, complete, time.monotonic()
+        self._devices = frozenset(device for device, _ in inodes)
 
 
 def _walk(roots: list[str]) -> Iterator[tuple[str, os.stat_result]]:

@@ -55,6 +55,32 @@ def realpath(path: str, *, loops: bool = False) -> str:
     return os.path.realpath(path)
 
 
+def realpath_stat(path: str) -> tuple[str, os.stat_result | None]:
+    """``(realpath(path), stat of what it names)`` from one ``O_PATH`` descriptor (Linux).
+
+    The canonical path and the ``stat`` describe the same object: ``fstat`` of the
+    descriptor ``/proc/self/fd`` names (``O_PATH`` opens nothing, so a FIFO or a
+    device is inspected, never opened). ``None`` for the stat when the kernel
+    cannot open the path (missing, a loop, no permission) or there is no ``/proc``:
+    the caller then takes ``realpath`` and ``stat`` the usual way.
+    """
+    if _KERNEL_REALPATH:
+        try:
+            fd = os.open(path, _O_PATH | os.O_CLOEXEC)
+        except OSError:
+            return realpath(path), None
+        try:
+            info = os.fstat(fd)
+            found = os.readlink(_PROC_FD + str(fd))
+        except OSError:
+            found = ""
+        finally:
+            os.close(fd)
+        if found.startswith(SEP) and not found.endswith(" (deleted)"):
+            return found, info
+    return realpath(path), None
+
+
 def canonical(path: str | os.PathLike[str]) -> str:
     """The canonical absolute form of an absolute path (symlinks resolved).
 

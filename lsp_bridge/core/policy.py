@@ -42,7 +42,8 @@ from __future__ import annotations
 import os
 import stat
 from collections.abc import Container, Iterable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
+from itertools import repeat
 from typing import Any
 
 from lsp_bridge.core.paths import CASE_INSENSITIVE, fold, is_within, realpath
@@ -56,6 +57,7 @@ _ = PathRule  # re-exported for callers building rules
 OPERATIONS = ("read", "write", "delete", "rename", "metadata")
 _NEEDS = {"read": "read", "write": "write", "metadata": "write", "delete": "delete"}
 _MUTATING = {"write", "metadata", "delete", "rename"}
+_DOTS = (".", "..")
 
 
 class PolicyInputError(ValueError):
@@ -305,15 +307,25 @@ class Policy:
         reason = f"source: {src.reason}; destination: {dst.reason}"
         return Decision(worst.decision, src.path, "rename", worst.rule, reason, worst.rule_source, src.root, dst)
 
-    def decide_target(self, op: str, target: Target, *, reported_op: str | None = None) -> Decision:
-        """Pure decision for an already-resolved target."""
+    def decide_target(self, op: str, target: Target, *, reported_op: str | None = None,
+                      fast: bool = False) -> Decision:
+        """Pure decision for an already-resolved target.
+
+        With ``fast``, a target with no link on the way that is no anchor itself takes
+        its directory's share of the decision (``_child_point``, as ``decide_children``
+        does): the same Decision, rule and reason included (``tests/test_policy_children.py``).
+        """
         need = _NEEDS[op]
-        root, ruleset = self.select(target.canonical)
         shown_op = reported_op or op
-        if target.loop:
-            return Decision("deny", target.canonical, shown_op, None, "a symbolic link loop: the path cannot be resolved",
-                            None, root)
-        verdict, rule, reason = self._decide_point(target.canonical, need, ruleset, op)
+        point = self._child_point(op, target.canonical) if fast and not target.links and not target.loop else None
+        if point is not None:
+            verdict, rule, reason, root = point
+        else:
+            root, ruleset = self.select(target.canonical)
+            if target.loop:
+                return Decision("deny", target.canonical, shown_op, None,
+                                "a symbolic link loop: the path cannot be resolved", None, root)
+            verdict, rule, reason = self._decide_point(target.canonical, need, ruleset, op)
         if target.links and verdict != "deny":
             for link in target.links:
                 link_root, link_rules = self.select(link)
@@ -334,7 +346,8 @@ class Policy:
         return Decision(verdict, target.canonical, shown_op, rule.id if rule else None, reason,
                         rule.source if rule else None, root)
 
-    def decide_batch(self, items: Iterable[tuple[Any, ...]], *, granted: Container[tuple[str, str]] = ()) -> BatchDecision:
+    def decide_batch(self, items: Iterable[tuple[Any, ...]], *, granted: Container[tuple[str, str]] = (),
+                     fast: bool = False) -> BatchDecision:
         """Decide every item before anything happens; the batch stands or falls whole.
 
         An item is ``(op, path)`` or ``("rename", path, dest)``; ``op`` may be a
@@ -347,8 +360,15 @@ class Policy:
         Order: a call spanning roots whose policies differ is denied; then the
         first denied item denies the batch; then any item still at ``request``
         makes the whole batch wait for one approval; else it is allowed.
+
+        ``fast``: each target's point decision may come from its directory's share
+        (``decide_target(fast=True)``); the answers are the same.
         """
-        results = [self._decide_item(item, granted) for item in items]
+        results = [self._decide_item(item, granted, fast) for item in items]
+        if len(results) == 1 and len(results[0].parts) == 1:  # one need on one path: nothing can span
+            only = results[0]
+            culprit = None if only.verdict == "allow" else 0
+            return BatchDecision(only.verdict, (only.decision,), only.reason, (only,), culprit)
         decisions = tuple(r.decision for r in results)
         done = tuple(results)
         if not results:
@@ -370,7 +390,8 @@ class Policy:
         reason = results[0].reason if single else "every target is allowed"
         return BatchDecision("allow", decisions, reason, done)
 
-    def _decide_item(self, item: tuple[Any, ...], granted: Container[tuple[str, str]]) -> ItemDecision:
+    def _decide_item(self, item: tuple[Any, ...], granted: Container[tuple[str, str]],
+                     fast: bool = False) -> ItemDecision:
         op, path, dest = (*item, None)[:3]
         ops = (op,) if isinstance(op, str) else tuple(op)
         if not ops or any(o not in OPERATIONS for o in ops):
@@ -384,7 +405,7 @@ class Policy:
             if whole.decision == "deny" and all(d.decision != "deny" for _, d in pieces):
                 pieces[0] = ("delete", whole)  # refused as a whole (spans roots; version 1 across roots)
         elif len(ops) == 1:  # the common case, kept short: one need on one path
-            decision = self.decide_target(ops[0], self._as_target(path))
+            decision = self.decide_target(ops[0], self._as_target(path), fast=fast)
             need, verdict = _NEEDS[ops[0]], decision.decision
             if verdict == "request" and (need, decision.path) in granted:
                 part = Part(need, decision.path, decision, "allow")
@@ -392,7 +413,7 @@ class Policy:
             return ItemDecision(decision, (Part(need, decision.path, decision, verdict),), verdict, decision.reason)
         else:
             target = self._as_target(path)
-            pieces = [(_NEEDS[o], self.decide_target(o, target)) for o in ops]
+            pieces = [(_NEEDS[o], self.decide_target(o, target, fast=fast)) for o in ops]
             whole = max((d for _, d in pieces), key=lambda d: STRICTNESS[d.decision])
         parts = tuple(
             Part(need, d.path, d, "allow" if d.decision == "request" and (need, d.path) in granted else d.decision)
@@ -437,6 +458,25 @@ class Policy:
             fixed = None if globbed else ruleset.child_winner("", candidates)
             slot = self._slots[(directory, op)] = _Slot(ruleset, candidates, globbed, fixed, {})
         return slot
+
+    def _child_point(self, op: str, path: str) -> tuple[Verdict, PathRule | None, str, str] | None:
+        """``(verdict, rule, reason, root)`` of canonical ``path`` from its directory's slot, as
+        ``select`` + ``_decide_point`` give them; None when the path needs the full engine (it is
+        an anchor, or a protected target of a mutation). The hard-link check is the caller's."""
+        parent, _, name = path.rpartition(os.sep)
+        if not parent or not name:
+            return None
+        key = path.casefold() if CASE_INSENSITIVE else path
+        if key in self._anchored or (op in _MUTATING and protected_reason(path, self.areas)):
+            return None
+        slot = self._slots.get((parent, op)) or self._slot(parent, op)
+        win = slot.ruleset.child_winner(key, slot.candidates) if slot.globbed else slot.fixed
+        mark = (id(win[0]), win[1]) if win is not None else None
+        point = slot.points.get(mark)
+        if point is None:
+            verdict, rule, reason = self._point(win, path, _NEEDS[op], slot.ruleset, op)
+            point = slot.points[mark] = (verdict, rule, reason, self.select(path)[0])
+        return point
 
     def _fast_verdict(self, op: str, path: str, slot: _Slot, nlink: int = 1) -> Verdict | None:
         """The engine's verdict for child ``path`` from its directory's slot, None when the child needs
@@ -486,12 +526,23 @@ class Policy:
         base = directory if directory.endswith(os.sep) else directory + os.sep
         slot = self._slot(directory.rstrip(os.sep) or os.sep, op)
         verdicts = []
-        for index, name in enumerate(names):
+        # A read of a child that is no anchor and has one link is decided by the directory's
+        # fixed winner alone (``_fast_verdict`` with nothing per child left to ask): once.
+        uniform = need == "read" and not slot.globbed
+        shared: Verdict | None = None
+        anchored = self._anchored
+        sep = os.sep
+        pairs = zip(names, files, strict=True) if files is not None else zip(names, repeat((None, 1)))
+        for name, (inode, nlink) in pairs:
             path = base + name
-            inode, nlink = files[index] if files is not None else (None, 1)
             verdict = None
-            if name and os.sep not in name and name not in (".", ".."):
-                verdict = self._fast_verdict(op, path, slot, nlink)
+            if name and sep not in name and name not in _DOTS:
+                if uniform and nlink <= 1 and (path.casefold() if CASE_INSENSITIVE else path) not in anchored:
+                    if shared is None:
+                        shared = self._fast_verdict(op, path, slot, nlink)
+                    verdict = shared
+                else:
+                    verdict = self._fast_verdict(op, path, slot, nlink)
             if verdict is None:
                 verdicts.append(self._decide_item((op, Target(path, inode=inode, nlink=nlink)), granted).verdict)
                 continue
@@ -583,6 +634,8 @@ class _Slot:
     globbed: bool
     fixed: tuple[CompiledRule, Verdict] | None
     memo: dict[tuple[int, str] | None, Verdict]
+    # The whole point decision (verdict, rule, reason, selected root) per winner: ``_child_point``.
+    points: dict[tuple[int, str] | None, tuple[Verdict, PathRule | None, str, str]] = field(default_factory=dict)
 
 
 def _squash_slashes(path: str) -> str:

@@ -47,7 +47,7 @@ import os
 import re
 import stat
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from urllib.parse import unquote
 
 from lsp_bridge.core import paths
@@ -84,6 +84,11 @@ class Resolved:
     exists: bool
     traversed_symlink: bool  # a symlink was met on the way
     outside: bool = False  # a symbolic link led outside the root (only with ``outside=True``)
+    # (st_dev, st_ino) and link count of an existing regular file, read with the canonical
+    # path from the same descriptor (``policy.inspect`` of ``canonical``); None: not read.
+    inode: tuple[int, int] | None = field(default=None, compare=False)
+    nlink: int | None = field(default=None, compare=False)
+    size: int | None = field(default=None, compare=False)  # st_size from the same descriptor; None: not read
 
 
 def resolve(project_root: str, relative_path: str, *, for_read: bool = False, outside: bool = False) -> Resolved:
@@ -97,8 +102,8 @@ def resolve(project_root: str, relative_path: str, *, for_read: bool = False, ou
     decoded = checked_text(relative_path)
     root = _canonical_root(project_root, relative_path)
     parts = [part for part in decoded.split("/") if part not in ("", ".")]
-    lexical = os.path.join(root, *parts)
-    canonical = paths.realpath(lexical)
+    lexical = f"{root.rstrip('/')}/{'/'.join(parts)}" if parts else root  # os.path.join(root, *parts)
+    canonical, info = paths.realpath_stat(lexical)
     escaped = not paths.is_within(canonical, root)
     if escaped and not outside:
         raise ResolveError(
@@ -106,7 +111,7 @@ def resolve(project_root: str, relative_path: str, *, for_read: bool = False, ou
             relative_path,
             f"path {relative_path!r} resolves outside the project root (through a symbolic link)",
         )
-    mode = _mode(canonical, relative_path)
+    mode = info.st_mode if info is not None else _mode(canonical, relative_path)
     if mode is not None and decoded != "/".join(parts) and not _spelling_exists(os.path.join(root, decoded)):
         mode = None  # ``file/.`` or ``file/``: the kernel finds nothing there
     if mode is not None and lexical != canonical and not _kernel_finds(lexical):
@@ -117,6 +122,13 @@ def resolve(project_root: str, relative_path: str, *, for_read: bool = False, ou
             relative_path,
             f"path {relative_path!r} is a FIFO, socket or device and cannot be read",
         )
+    inode: tuple[int, int] | None = None
+    nlink: int | None = None
+    if info is not None and mode is not None:  # as ``policy.inspect(canonical)`` answers
+        if stat.S_ISREG(info.st_mode):
+            inode, nlink = (info.st_dev, info.st_ino), info.st_nlink
+        else:
+            nlink = 1
     return Resolved(
         root=root,
         relative="/".join(parts),
@@ -125,6 +137,9 @@ def resolve(project_root: str, relative_path: str, *, for_read: bool = False, ou
         exists=mode is not None,
         traversed_symlink=lexical != canonical,
         outside=escaped,
+        inode=inode,
+        nlink=nlink,
+        size=info.st_size if info is not None and mode is not None else None,
     )
 
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import fcntl
+import functools
 import hashlib
 import json
 import os
@@ -49,8 +50,9 @@ def audit_path() -> str:
     return os.path.join(user_state_dir(), FILE_NAME)
 
 
+@functools.lru_cache(maxsize=256)
 def root_digest(root: str) -> str:
-    """A stable digest of an approved root's canonical path."""
+    """A stable digest of an approved root's canonical path (a session has few roots: kept)."""
     return "sha256:" + hashlib.sha256(root.encode("utf-8", "surrogateescape")).hexdigest()
 
 
@@ -132,6 +134,8 @@ class AuditLog:
 
 def _bounded(entry: dict) -> dict:
     """Long strings are cut: a log line stays a log line."""
+    if not any(isinstance(value, str) and len(value) > MAX_FIELD_CHARS for value in entry.values()):
+        return entry
     out = {}
     for key, value in entry.items():
         if isinstance(value, str) and len(value) > MAX_FIELD_CHARS:

@@ -28,13 +28,14 @@ import re
 import stat
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, TypeVar, cast
 
 from lsp_bridge.approvals.service import ALLOWING, SessionGrants
 from lsp_bridge.core.globs import GlobError, GlobSet
+from lsp_bridge.core.hardlinks import IndexStale, no_walk
 from lsp_bridge.core.paths import canonical, is_within
 from lsp_bridge.core.policy import BatchDecision, Decision, Part, Policy, Target, inspect, oracle_inside
 from lsp_bridge.core.resolver import Resolved, ResolveError, checked_text, resolve, resolve_in_projects
@@ -73,9 +74,11 @@ ARGUMENTS = {
     "move_file": {"project_id", "source", "destination"},
     "apply_patch": {"project_id", "changes"},
 }
+T = TypeVar("T")
 _SLUG = re.compile(r"[^A-Za-z0-9._-]+")
 SKIP_DIRS = frozenset({".git"})
 MAX_CHANGES = 100
+QUICK_READ_BYTES = 256 * 1024  # a read_file the MCP server may serve without a worker thread (FileTools.quick)
 
 
 class ToolError(Exception):
@@ -229,6 +232,9 @@ class FileTools:
         self._lock = threading.RLock()  # decisions, grants and reloads; the I/O runs outside it
         self._config_mark = self._config_signature()
         self._config_checked = time.monotonic()
+        # Each listed entry's own ``relative_path`` (the listing's path + ``/`` + the name, ``%``
+        # written ``%25``); the MCP server leaves it out of its replies, which say it once.
+        self.listing_paths = True
 
     # -- projects --------------------------------------------------------------
 
@@ -301,7 +307,7 @@ class FileTools:
         policy = self.session.policy
         if policy is None:  # pragma: no cover - open_session always builds one
             raise ToolError("invalid_arguments", "no policy for these roots")
-        batch = policy.decide_batch(items, granted=self.grants)
+        batch = policy.decide_batch(items, granted=self.grants, fast=True)
         return self._plan_from(batch, tool, args, caller, cid, project_id, accesses)
 
     def _accesses(self, tool: str, args: dict) -> list[Access]:
@@ -400,6 +406,8 @@ class FileTools:
     def _target(self, resolved: Resolved) -> Target:
         """The engine's view of a resolved path; links are listed only when one was met."""
         if not resolved.traversed_symlink:
+            if resolved.nlink is not None:  # read by the resolver with the canonical path (one descriptor)
+                return Target(resolved.canonical, inode=resolved.inode, nlink=resolved.nlink)
             inode, nlink = inspect(resolved.canonical)
             return Target(resolved.canonical, inode=inode, nlink=nlink)
         target = self.policy.resolve(resolved.lexical)
@@ -550,6 +558,42 @@ class FileTools:
 
     # -- configuration changes ---------------------------------------------------
 
+    def plan_quick(self, tool: str, args: Any, caller: Caller = Caller(),
+                   then: Callable[[Plan], T] | None = None) -> Plan | T | None:
+        """``plan`` when deciding the call is only lookups and a few system calls, else None.
+
+        None while a slow step is due or under way: a configuration file changed (a reload
+        parses it and rebuilds the policy), the call needs the hard-link index and it is
+        stale (a rebuild walks the deny rules' anchors), or another thread is deciding. The
+        caller then plans in a worker thread. ``then``: called with a plan that is refused
+        or ``concludes_quickly``, without letting another thread decide in between.
+        """
+        if not self._lock.acquire(blocking=False):  # a worker is deciding (perhaps reloading): its turn
+            return None
+        try:
+            now = time.monotonic()
+            if now - self._config_checked >= 1.0:
+                if self._config_signature() != self._config_mark:
+                    return None  # ``plan`` reloads it
+                self._config_checked = now
+            with no_walk():
+                try:
+                    plan = self._plan(tool, args, caller)
+                except IndexStale:
+                    return None
+            if then is not None and (plan.verdict == "deny" or self.concludes_quickly(plan)):
+                return then(plan)
+            return plan
+        finally:
+            self._lock.release()
+
+    @staticmethod
+    def concludes_quickly(plan: Plan) -> bool:
+        """An allowed ``read_file`` of at most ``QUICK_READ_BYTES`` bytes (as the resolver saw it)."""
+        resolved = plan.accesses[0].resolved if len(plan.accesses) == 1 else None
+        return (plan.tool == "read_file" and plan.verdict == "allow" and resolved is not None
+                and resolved.size is not None and resolved.size <= QUICK_READ_BYTES)
+
     def _maybe_reload(self) -> None:
         """Pick up edited configuration files (checked at most once a second)."""
         now = time.monotonic()
@@ -597,28 +641,47 @@ class FileTools:
         and every entry of a directory reached through a link take ``peek``.
         """
         verdicts: list[str | None] = [None] * len(entries)
-        plain: list[tuple[int, str]] = []
+        plain_at: list[int] = []
+        names: list[str] = []
+        files: list[tuple[tuple[int, int] | None, int]] = []
         # The resolver's textual checks (characters, a leading drive or slash, ``..``) hold for
         # every ``dir/name`` when they hold for ``dir/name1/name2/...``: one check for the listing
         # below the root; a refusal there (or a listing of the root itself) checks name by name.
-        names_ok = bool(directory.relative) and _text_ok(
-            "/".join([_encode(directory.relative), *(_encode(e.name) for e in entries)]))
+        joined = "/".join([directory.relative, *(e.name for e in entries)])
+        names_ok = bool(directory.relative) and _text_ok(_encode(joined) if "%" in joined else joined)
+        every_peek = directory.traversed_symlink or not directory.exists
+        prefix = f"{directory.relative}/" if directory.relative else ""
+        if names_ok and not every_peek:  # the common listing: only links are peeked one by one
+            plain_at = [i for i, e in enumerate(entries) if e.kind != "symlink"]
+            if len(plain_at) == len(entries):
+                names = [e.name for e in entries]
+                files = [(e.inode, e.nlink) for e in entries]
+                return cast("list[str]", self.policy.decide_children(need, directory.canonical, names, self.grants, files))
         for index, entry in enumerate(entries):
-            if entry.kind == "symlink" or directory.traversed_symlink or not directory.exists:
-                relative = f"{directory.relative}/{entry.name}" if directory.relative else entry.name
-                verdicts[index] = self.peek(directory.root, relative, need)[0]
+            name = entry.name
+            if every_peek or entry.kind == "symlink":
+                verdicts[index] = self.peek(directory.root, prefix + name, need)[0]
                 continue
-            if not names_ok:
-                relative = f"{directory.relative}/{entry.name}" if directory.relative else entry.name
-                if not _text_ok(_encode(relative)):
-                    verdicts[index] = "deny"
-                    continue
-            plain.append((index, entry.name))
-        decided = self.policy.decide_children(need, directory.canonical, [entries[i].name for i, _ in plain],
-                                              self.grants, [(entries[i].inode, entries[i].nlink) for i, _ in plain])
-        for (index, _), verdict in zip(plain, decided, strict=True):
+            if not names_ok and not _text_ok(_encode(prefix + name)):
+                verdicts[index] = "deny"
+                continue
+            plain_at.append(index)
+            names.append(name)
+            files.append((entry.inode, entry.nlink))
+        decided = self.policy.decide_children(need, directory.canonical, names, self.grants, files)
+        for index, verdict in zip(plain_at, decided, strict=True):
             verdicts[index] = verdict
         return [v or "deny" for v in verdicts]
+
+    def listing_needs_stats(self, device: int) -> bool:
+        """Whether a listing on ``device`` needs each file's inode and link count.
+
+        Only a read of a file with several hard links that shares its inode with a
+        denied file is decided differently (``HardLinkIndex``); with no denied inode
+        on that device (and a complete index) no file there can be one.
+        """
+        devices = self.policy.hardlinks.devices()
+        return devices is None or device in devices
 
 
 class _Changed(Exception):
@@ -795,16 +858,21 @@ def run_list_directory(tools: FileTools, plan: Plan) -> dict:
     _refuse_outside(resolved, "list_directory")
     entries: list[dict[str, Any]] = []
     hidden, truncated = 0, False
-    listed = safe_io.list_directory(*_io(resolved))
+    listed = safe_io.list_directory(*_io(resolved), file_stats=tools.listing_needs_stats)
+    most = tools.limits.list_entries
+    prefix = f"{_encode(resolved.relative)}/" if resolved.relative else ""
+    paths = tools.listing_paths
     for entry, verdict in zip(listed, tools.peek_entries(resolved, listed), strict=True):
-        relative = f"{resolved.relative}/{entry.name}" if resolved.relative else entry.name
         if verdict == "deny":
             hidden += 1
             continue
-        if len(entries) >= tools.limits.list_entries:
+        if len(entries) >= most:
             truncated = True
             break
-        item: dict[str, Any] = {"name": entry.name, "type": entry.kind, "relative_path": _encode(relative)}
+        name = entry.name
+        item: dict[str, Any] = {"name": name, "type": entry.kind}
+        if paths:
+            item["relative_path"] = prefix + (name.replace("%", "%25") if "%" in name else name)
         if verdict == "request":
             item["needs_approval"] = True
         entries.append(item)

@@ -22,10 +22,11 @@ separators ("" is the root itself), as the resolver produced them. Errors are
 from __future__ import annotations
 
 import errno
+import operator
 import os
 import secrets
 import stat
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import NamedTuple
 
@@ -34,6 +35,7 @@ _READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 _TEMP_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
 _PROC_FD = "/proc/self/fd"
 _HAS_PROC = os.path.isdir(_PROC_FD)
+_NAME = operator.itemgetter(0)
 
 
 class SafeIOError(Exception):
@@ -68,7 +70,7 @@ def read_file(root: str, relative: str, *, limit: int) -> bytes:
             _require_regular(info.st_mode, relative)
             if info.st_size > limit:
                 raise SafeIOError("file_too_large", f"{relative} has {info.st_size} bytes; the limit is {limit}")
-            data = _read_all(fd, limit + 1)
+            data = _read_all(fd, limit + 1, first=info.st_size + 1)
         finally:
             os.close(fd)
     if len(data) > limit:
@@ -144,10 +146,20 @@ def file_info(root: str, relative: str) -> os.stat_result:
     return info
 
 
-def list_directory(root: str, relative: str) -> list[Entry]:
-    """The entries of a directory, sorted by name, links reported as links."""
+def list_directory(root: str, relative: str, *, file_stats: bool | Callable[[int], bool] = True) -> list[Entry]:
+    """The entries of a directory, sorted by name, links reported as links.
+
+    ``file_stats`` says whether each regular file's inode and link count are read
+    (one ``fstatat`` per file, relative to the directory's descriptor); given a
+    function, it is asked once with the directory's ``st_dev``. Without them a
+    file's entry has ``inode=None, nlink=1``.
+    """
     with open_directory(root, _parts(relative)) as dfd:
-        return sorted(_entries(dfd))  # (name, kind) tuples: names are unique, so by name
+        if callable(file_stats):
+            file_stats = file_stats(os.fstat(dfd).st_dev)
+        found = _entries(dfd, file_stats)
+    found.sort(key=_NAME)  # names are unique: by name
+    return found
 
 
 def walk_files(root: str, relative: str, *, skip_dirs: frozenset[str] = frozenset(), limit: int) -> Iterator[str]:
@@ -187,7 +199,9 @@ def open_directory(root: str, parts: list[str], *, create: bool = False) -> Iter
     """A descriptor for ``root/parts...``, reached without following any link."""
     fd = _open_root(root)
     try:
-        base = _fd_path(fd)
+        # Where the directory must be found: below the root the decision saw (a root moved since
+        # is refused too). Only where /proc names descriptors.
+        base = root if _HAS_PROC else None
         for index, part in enumerate(parts):
             child = _step(fd, part, "/".join(parts[: index + 1]), create)
             os.close(fd)
@@ -313,25 +327,30 @@ def _require_plain_leaf(mode: int, shown: str) -> None:
     _require_regular(mode, shown)
 
 
-def _entries(dfd: int) -> list[Entry]:
+def _entries(dfd: int, file_stats: bool = True) -> list[Entry]:
+    """Each entry's kind from the directory entry's type (``lstat`` only where the file system gives none)."""
     found: list[Entry] = []
     append = found.append
+    new = tuple.__new__  # Entry(...) without the named tuple's Python-level __new__: a listing makes thousands
     with os.scandir(dfd) as it:
         for item in it:
             try:
-                if item.is_symlink():
-                    kind = "symlink"
-                elif item.is_dir(follow_symlinks=False):
-                    kind = "directory"
-                elif item.is_file(follow_symlinks=False):
-                    info = item.stat(follow_symlinks=False)  # fstatat(dfd, name): the engine checks hard links
-                    append(Entry(item.name, "file", (info.st_dev, info.st_ino), info.st_nlink))
+                if item.is_file(follow_symlinks=False):
+                    if file_stats:
+                        info = item.stat(follow_symlinks=False)  # fstatat(dfd, name): the engine checks hard links
+                        append(new(Entry, (item.name, "file", (info.st_dev, info.st_ino), info.st_nlink)))
+                    else:
+                        append(new(Entry, (item.name, "file", None, 1)))
                     continue
+                if item.is_dir(follow_symlinks=False):
+                    kind = "directory"
+                elif item.is_symlink():
+                    kind = "symlink"
                 else:
                     kind = "other"
             except OSError:
                 continue
-            append(Entry(item.name, kind))
+            append(new(Entry, (item.name, kind, None, 1)))
     return found
 
 
@@ -362,16 +381,25 @@ def _os_call(function, shown: str, *args, **kwargs) -> None:
         raise SafeIOError("io_error", f"{shown}: {exc.strerror}") from None
 
 
-def _read_all(fd: int, most: int) -> bytes:
+def _read_all(fd: int, most: int, *, first: int = 1 << 20) -> bytes:
+    """Up to ``most`` bytes of a regular file: a short read is its end.
+
+    ``first`` sizes the first request (the size ``fstat`` gave, plus one to see the end):
+    a buffer of the file's size, not of the limit, is allocated; a file that grew is read on.
+    """
     chunks = []
     left = most
+    asked = min(left, max(first, 1))
     while left > 0:
-        chunk = os.read(fd, min(left, 1 << 20))
+        chunk = os.read(fd, asked)
         if not chunk:
             break
         chunks.append(chunk)
         left -= len(chunk)
-    return b"".join(chunks)
+        if len(chunk) < asked:
+            break
+        asked = min(left, 1 << 20)
+    return chunks[0] if len(chunks) == 1 else b"".join(chunks)
 
 
 def _write_all(fd: int, data: bytes) -> None:

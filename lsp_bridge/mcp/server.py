@@ -24,6 +24,7 @@ tool results. What it adds is the session around the calls:
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import logging
 import os
@@ -59,7 +60,7 @@ from lsp_bridge.approvals.service import (
 )
 from lsp_bridge.core.paths import canonical, is_within
 from lsp_bridge.mcp.audit import AuditLog
-from lsp_bridge.mcp.file_tools import Caller, FileTools, Limits, ToolError
+from lsp_bridge.mcp.file_tools import Caller, FileTools, Limits, Plan, ToolError
 
 if TYPE_CHECKING:  # imported lazily at run time
     import anyio.abc
@@ -159,6 +160,9 @@ class GuardedServer:
     async def serve(self) -> None:
         """Serve stdin/stdout until the client goes away (or the start is refused)."""
         await self._start_tray()
+        # What start-up built (the SDK's models, the policy) lives as long as the process: kept out of
+        # the collector's generations, so the per-call collections stay small (the heap is mostly that).
+        gc.freeze()
         try:
             async with stdio_server() as (read, write), anyio.create_task_group() as group:
                 self._task_group = group
@@ -195,13 +199,21 @@ class GuardedServer:
         tools = self.tools
         caller = self._caller(ctx)
         try:
-            # Decisions and I/O run in worker threads: a long search or a big read never holds the other calls.
-            plan = await anyio.to_thread.run_sync(tools.plan, params.name, params.arguments or {}, caller)
+            # Decisions and I/O run in a worker thread: a long search or a big read never holds the other
+            # calls. A call that needs no approval is decided, logged and done in one trip there. A
+            # read_file whose decision is only lookups and whose file is small is served right here.
+            decided = self._decide_quickly(tools, params.name, params.arguments or {}, caller)
+            if decided is None:
+                decided = await anyio.to_thread.run_sync(self._decide_and_run, tools, params.name,
+                                                         params.arguments or {}, caller)
             held = tools.session.held()
             if held != self._held_shown:  # a held configuration change: the person sees it in the tray
                 self._held_shown = held
                 if self.tray is not None:
                     await self._publish()
+            if not isinstance(decided, Plan):
+                return decided
+            plan = decided
             approval = approver = None
             if plan.verdict == "request":
                 preview = await anyio.to_thread.run_sync(self._preview, plan)  # what a write changes, for the tray
@@ -224,6 +236,27 @@ class GuardedServer:
         except Exception as exc:  # noqa: BLE001 - every failure is a coded error with an audit line
             log.warning("%s failed unexpectedly: %s", params.name, type(exc).__name__)
             return _error(tools.failure(params.name, params.arguments, caller, exc))
+
+    def _decide_quickly(self, tools: FileTools, name: str, arguments: dict,
+                        caller: Caller) -> Plan | dict[str, Any] | None:
+        """On the event loop, a ``read_file`` that ``FileTools.plan_quick`` decides: refused, or
+        allowed and ``concludes_quickly`` (small), it is logged and done here; a plan that needs an
+        approval or a big read is returned (the read then runs in a worker). None: plan in a worker."""
+        if name != "read_file":
+            return None
+        return tools.plan_quick(name, arguments, caller,
+                                then=lambda plan: self._decide_and_run(tools, name, arguments, caller, plan))
+
+    def _decide_and_run(self, tools: FileTools, name: str, arguments: dict, caller: Caller,
+                        plan: Plan | None = None) -> Plan | dict[str, Any]:
+        """In the worker: the plan; when it needs no approval, its audit line, its I/O and the reply too."""
+        plan = plan or tools.plan(name, arguments, caller)
+        if plan.verdict == "request":
+            return plan  # the approval is asked from the event loop
+        if tools is not self.tools and plan.verdict == "allow":
+            raise tools.reject(plan, "workspace_changed", "the workspace roots changed while this call was "
+                               "decided; call list_projects and try again")
+        return _ok(tools.conclude(plan))
 
     async def _startup_guard(self, ctx, call_next):
         """With no --root, a client that offers no roots cannot be served: refuse to start."""
@@ -260,8 +293,10 @@ class GuardedServer:
     # -- roots -----------------------------------------------------------------------
 
     def _build(self, roots: Sequence[str]) -> FileTools:
-        return FileTools(roots, env=self.env, audit=self.audit, mirror=self.mirror, limits=self.limits,
-                         taken_ids=self.taken_ids, grants=self.approvals.grants)
+        tools = FileTools(roots, env=self.env, audit=self.audit, mirror=self.mirror, limits=self.limits,
+                          taken_ids=self.taken_ids, grants=self.approvals.grants)
+        tools.listing_paths = False  # a listing's entries are named once by the listing's relative_path
+        return tools
 
     async def _refresh_roots(self, ctx) -> None:
         """Handshake era: ask ``roots/list`` when the client offers roots and they may have changed."""
@@ -491,8 +526,10 @@ _KINDS = {"file": "[FILE]", "directory": "[DIR]", "symlink": "[LINK]"}
 
 def _listing_text(result: dict) -> str:
     """A listing's text content: ``[FILE] name`` lines (the structured content has every field)."""
+    kinds = _KINDS
     lines = [
-        f"{_KINDS.get(e['type'], '[OTHER]')} {e['name']}" + (" (needs approval)" if e.get("needs_approval") else "")
+        f"{kinds.get(e['type'], '[OTHER]')} {e['name']} (needs approval)" if "needs_approval" in e
+        else f"{kinds.get(e['type'], '[OTHER]')} {e['name']}"
         for e in result["entries"]
     ]
     if result.get("hidden"):
@@ -502,7 +539,9 @@ def _listing_text(result: dict) -> str:
     return "\n".join(lines) if lines else "(empty directory)"
 
 
-def _ok(result: dict) -> types.CallToolResult:
+def _ok(result: dict) -> dict[str, Any]:
+    """A ``CallToolResult`` in its wire form: the SDK validates it once on the way out, and a
+    listing's thousand entries are not first built into models and dumped again."""
     if "text" in result:  # read_file: the file goes in the content, its metadata in structured content
         text = result.pop("text")
         shown = text if text is not None else f"binary file, {result.get('size')} bytes: not returned as text"
@@ -510,7 +549,8 @@ def _ok(result: dict) -> types.CallToolResult:
         shown = _listing_text(result)
     else:
         shown = json.dumps(result, indent=2, ensure_ascii=False)
-    return types.CallToolResult(content=[types.TextContent(type="text", text=shown)], structured_content=result)
+    return {"content": [{"type": "text", "text": shown}], "structuredContent": result, "isError": False,
+            "resultType": "complete"}  # as CallToolResult dumps it; a handshake-era session drops it
 
 
 def _error(err: ToolError) -> types.CallToolResult:

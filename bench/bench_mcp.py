@@ -37,6 +37,7 @@ from mcp import Client, StdioServerParameters  # noqa: E402
 from lsp_bridge.core.resolver import resolve  # noqa: E402
 from lsp_bridge.mcp.audit import AuditLog  # noqa: E402
 from lsp_bridge.mcp.file_tools import Caller, FileTools  # noqa: E402
+from mcp_bench import call_rate, compile_package, floor_params, per_call, rootguard_params, server_env  # noqa: E402
 
 CONFIG = """version = 2
 [[paths]]
@@ -52,22 +53,6 @@ includes = ["**/*.js"]
 id = "vault"
 path = "vault"
 policies = { read = "request" }
-"""
-
-
-ECHO_SERVER = """
-import anyio, mcp_types as types
-from mcp.server.lowlevel import Server
-from mcp.server.stdio import stdio_server
-async def tools(ctx, params):
-    return types.ListToolsResult(tools=[types.Tool(name="read_file", input_schema={"type": "object"})])
-async def call(ctx, params):
-    return types.CallToolResult(content=[types.TextContent(type="text", text="x" * 2090)])
-async def main():
-    server = Server("echo", on_list_tools=tools, on_call_tool=call)
-    async with stdio_server() as (r, w):
-        await server.run(r, w, server.create_initialization_options())
-anyio.run(main)
 """
 
 
@@ -123,38 +108,17 @@ def plain_rate(paths: list[str], seconds: float) -> float:
     return best
 
 
-def per_call(fn, items: list, seconds: float, slices: int = 7) -> float:
-    """CPU microseconds per call, best slice: the least disturbed run on a shared machine."""
-    best = float("inf")
-    for _ in range(slices):
-        done, start = 0, time.process_time()
-        while time.process_time() - start < seconds / slices:
-            for item in items:
-                fn(item)
-            done += len(items)
-        best = min(best, (time.process_time() - start) / done * 1e6)
-    return best
-
-
-async def server_rate(repo: Path, relatives: list[str], calls: int, env: dict, mode: str,
-                      args: list[str] | None = None, project: str = "repo") -> tuple[float, float]:
-    """(read_file calls/s, seconds to connect) over a real stdio session."""
-    args = args or ["-m", "lsp_bridge.cli.main", "mcp", "--root", str(repo)]
-    params = StdioServerParameters(command=sys.executable, args=args, env=env, cwd=str(repo.parent))
+async def server_rate(params: StdioServerParameters, relatives: list[str], calls: int, mode: str,
+                      project: str = "repo") -> tuple[float, float]:
+    """(read_file calls/s, seconds to connect) over a real stdio session (best of three slices)."""
     started = time.perf_counter()
     async with Client(params, mode=mode) as client:
         connected = time.perf_counter() - started
-        for rel in relatives[:20]:  # warm up
-            await client.call_tool("read_file", {"project_id": project, "relative_path": rel})
+        sequence = [("read_file", {"project_id": project, "relative_path": rel}) for rel in relatives]
+        await call_rate(client, sequence[:20], 20)  # warm up
         best = 0.0
         for part in range(3):  # best of three slices: the least disturbed on a shared machine
-            start = time.perf_counter()
-            for i in range(calls // 3):
-                rel = relatives[(part * calls + i) % len(relatives)]
-                result = await client.call_tool("read_file", {"project_id": project, "relative_path": rel})
-                if result.is_error:
-                    raise SystemExit(f"read_file failed: {result.content[0].text}")
-            best = max(best, (calls // 3) / (time.perf_counter() - start))
+            best = max(best, await call_rate(client, sequence, calls // 3, part * calls))
     return best, connected
 
 
@@ -176,8 +140,8 @@ def main() -> int:
         absolute = [str(repo / r) for r in relatives]
         state = base / "state"
         os.environ["XDG_STATE_HOME"] = str(state)
-        env = {k: v for k, v in os.environ.items() if k in ("HOME", "PATH", "XDG_CONFIG_HOME", "XDG_RUNTIME_DIR")}
-        env.update(XDG_STATE_HOME=str(state), ROOTGUARD_TRAY_SOCKET=str(base / "no-tray.sock"))
+        env = server_env(base)
+        compile_package()
 
         tools = FileTools([str(repo)], audit=AuditLog(str(state / "bench-audit.jsonl")))
         project = tools.project_ids[0]
@@ -196,10 +160,10 @@ def main() -> int:
         print("-" * 78)
         print(f"{'open().read() loop':<44} | {plain:>10,.0f} | {'1.00x':>16}")
         for mode in ("auto", "legacy"):
-            rate, connect = anyio.run(server_rate, repo, relatives, args.calls, env, mode, None, project)
+            rate, connect = anyio.run(server_rate, rootguard_params(repo, env), relatives, args.calls, mode, project)
             label = f"read_file via MCP ({'2026-07-28' if mode == 'auto' else 'handshake era'})"
             print(f"{label:<44} | {rate:>10,.0f} | {rate / plain:>15.4f}x   (connect {connect:.2f} s)")
-        floor, _ = anyio.run(server_rate, repo, relatives, args.calls, env, "auto", ["-c", ECHO_SERVER])
+        floor, _ = anyio.run(server_rate, floor_params(env), relatives, args.calls, "auto")
         print(f"{'same SDK, a tool that does nothing (floor)':<44} | {floor:>10,.0f} | {floor / plain:>15.4f}x")
 
         if not args.dir:

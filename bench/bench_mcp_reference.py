@@ -49,24 +49,17 @@ from mcp import Client, StdioServerParameters  # noqa: E402
 
 from lsp_bridge.mcp.audit import AuditLog  # noqa: E402
 from lsp_bridge.mcp.file_tools import Caller, FileTools  # noqa: E402
+from mcp_bench import (  # noqa: E402
+    call_rate,
+    compile_package,
+    connect_time,
+    floor_params,
+    per_call,
+    rootguard_params,
+    server_env,
+)
 
 PACKAGE = "@modelcontextprotocol/server-filesystem"
-
-NOOP_SERVER = """
-import anyio, mcp_types as types
-from mcp.server.lowlevel import Server
-from mcp.server.stdio import stdio_server
-async def tools(ctx, params):
-    return types.ListToolsResult(tools=[types.Tool(name="read_file", input_schema={"type": "object"})])
-async def call(ctx, params):
-    return types.CallToolResult(content=[types.TextContent(type="text", text="x" * 2090)])
-async def main():
-    server = Server("noop", on_list_tools=tools, on_call_tool=call)
-    async with stdio_server() as (r, w):
-        await server.run(r, w, server.create_initialization_options())
-anyio.run(main)
-"""
-
 
 def install_reference(where: str | None) -> tuple[Path, str]:
     """(the server's entry script, its version), installed with npm into ``where`` or a temp dir."""
@@ -93,13 +86,6 @@ def build(base: Path, entries: int) -> tuple[Path, str, list[str]]:
     return Path(os.path.realpath(root)), "big", [f"big/file{i:04d}.ts" for i in range(min(entries, 200))]
 
 
-def compile_package() -> None:
-    """Bytecode caches for Root Guard's modules (the measured processes may then use and write them)."""
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
-    subprocess.run([sys.executable, "-m", "compileall", "-q", str(Path(__file__).resolve().parents[1] / "lsp_bridge")],
-                   check=True, env=env, stdout=subprocess.DEVNULL)
-
-
 def fixture(directory: str) -> tuple[Path, str, list[str]]:
     """Any existing directory: list it, read up to 200 of its small text files."""
     listed = Path(os.path.realpath(directory))
@@ -116,13 +102,6 @@ def fixture(directory: str) -> tuple[Path, str, list[str]]:
 class Server:
     def __init__(self, label: str, params: StdioServerParameters, list_call, read_call):
         self.label, self.params, self.list_call, self.read_call = label, params, list_call, read_call
-
-
-async def connect_time(server: Server) -> float:
-    started = time.perf_counter()
-    async with Client(server.params) as client:
-        await client.list_tools()  # one round trip: the server really answers
-        return time.perf_counter() - started
 
 
 async def rates(servers: list[Server], calls: int, rounds: int) -> dict[str, tuple[float, float, int]]:
@@ -151,32 +130,9 @@ async def rates(servers: list[Server], calls: int, rounds: int) -> dict[str, tup
                 for server, client in zip(servers, clients, strict=True):
                     sequence = ([server.list_call] if server.list_call else []) if which == 0 else server.read_call
                     if sequence:
-                        rate = await _slice(client, sequence, count, round_ * count)
+                        rate = await call_rate(client, sequence, count, round_ * count)
                         best[server.label][which] = max(best[server.label][which], rate)
         return {label: (lr, rr, sizes[label]) for label, (lr, rr) in best.items()}
-
-
-async def _slice(client, sequence, calls: int, offset: int) -> float:
-    start = time.perf_counter()
-    for i in range(calls):
-        name, arguments = sequence[(offset + i) % len(sequence)]
-        result = await client.call_tool(name, arguments)
-        if result.is_error:
-            raise SystemExit(f"{name} failed: {result.content[0].text}")
-    return calls / (time.perf_counter() - start)
-
-
-def per_call(fn, items: list, seconds: float, slices: int = 7) -> float:
-    """CPU microseconds per call, best slice."""
-    best = float("inf")
-    for _ in range(slices):
-        done, start = 0, time.process_time()
-        while time.process_time() - start < seconds / slices:
-            for item in items:
-                fn(item)
-            done += len(items)
-        best = min(best, (time.process_time() - start) / done * 1e6)
-    return best
 
 
 def main() -> int:
@@ -197,12 +153,10 @@ def main() -> int:
         root, listed, files = fixture(args.dir) if args.dir else build(base, args.entries)
         pid = root.name
         state = base / "state"
-        env = {k: v for k, v in os.environ.items() if k in ("HOME", "PATH", "XDG_CONFIG_HOME", "XDG_RUNTIME_DIR")}
-        env.update(XDG_STATE_HOME=str(state), ROOTGUARD_TRAY_SOCKET=str(base / "no-tray.sock"))
+        env = server_env(base)
         ours = Server(
             "rootguard mcp",
-            StdioServerParameters(command=sys.executable, args=["-m", "lsp_bridge.cli", "mcp", "--root", str(root)],
-                                  env=env, cwd=str(root.parent)),
+            rootguard_params(root, env),
             ("list_directory", {"project_id": pid, "relative_path": listed}),
             [("read_file", {"project_id": pid, "relative_path": f}) for f in files],
         )
@@ -214,41 +168,41 @@ def main() -> int:
             ("list_directory", {"path": str(root / listed)}),
             [("read_text_file", {"path": str(root / f)}) for f in files],
         )
-        noop = Server(
-            "same SDK, no-op tool",
-            StdioServerParameters(command=sys.executable, args=["-c", NOOP_SERVER], env=env),
-            None,
+        floor = Server(
+            "same SDK: bare listing, no-op read",
+            floor_params(env),
+            ("list_directory", {"path": str(root / listed)}),
             [("read_file", {})],
         )
         entries = sum(1 for _ in os.scandir(root / listed))
         print(f"listing {root / listed} ({entries} entries); reading {len(files)} files; {os.cpu_count()} CPUs\n")
 
-        connects: dict[str, list[float]] = {s.label: [] for s in (ours, reference, noop)}
-        for server in (ours, reference, noop):  # one unmeasured start each: caches written, files in memory
-            anyio.run(connect_time, server)
+        connects: dict[str, list[float]] = {s.label: [] for s in (ours, reference, floor)}
+        for server in (ours, reference, floor):  # one unmeasured start each: caches written, files in memory
+            anyio.run(connect_time, server.params)
         for _ in range(5):
-            for server in (ours, reference, noop):
-                connects[server.label].append(anyio.run(connect_time, server))
-        measured = anyio.run(rates, [ours, reference, noop], args.calls, args.rounds)
+            for server in (ours, reference, floor):
+                connects[server.label].append(anyio.run(connect_time, server.params))
+        measured = anyio.run(rates, [ours, reference, floor], args.calls, args.rounds)
 
         connect = {label: statistics.median(v) for label, v in connects.items()}
         ref_connect = connect[reference.label]
-        print(f"{'whole process, over stdio':<34} | {'connect s':>9} | {'vs ref':>7} | {'list calls/s':>12} | "
-              f"{'vs ref':>7} | {'list reply':>10} | {'read calls/s':>12} | {'vs ref':>7} | {'vs no-op':>8}")
-        print("-" * 130)
+        print(f"{'whole process, over stdio':<36} | {'connect s':>9} | {'vs ref':>7} | {'list calls/s':>12} | "
+              f"{'vs ref':>7} | {'vs SDK':>7} | {'list reply':>10} | {'read calls/s':>12} | {'vs ref':>7} | {'vs no-op':>8}")
+        print("-" * 142)
         ref_list, ref_read, _ = measured[reference.label]
-        noop_read = measured[noop.label][1]
-        for server in (ours, reference, noop):
+        floor_list, floor_read, _ = measured[floor.label]
+        for server in (ours, reference, floor):
             lr, rr, size = measured[server.label]
             c = connect[server.label]
-            list_cols = (f"{lr:>12,.0f} | {lr / ref_list:>6.2f}x | {size:>9,}B" if server.list_call
-                         else f"{'':>12} | {'':>7} | {'':>10}")
-            print(f"{server.label:<34} | {c:>9.3f} | {c / ref_connect:>6.2f}x | {list_cols} | {rr:>12,.0f} | "
-                  f"{rr / ref_read:>6.2f}x | {rr / noop_read:>7.2f}x")
+            print(f"{server.label:<36} | {c:>9.3f} | {c / ref_connect:>6.2f}x | {lr:>12,.0f} | {lr / ref_list:>6.2f}x | "
+                  f"{lr / floor_list:>6.2f}x | {size:>9,}B | {rr:>12,.0f} | {rr / ref_read:>6.2f}x | {rr / floor_read:>7.2f}x")
         ours_list, ours_read, _ = measured[ours.label]
-        print(f"\ntargets: list_directory >= 1x reference: {ours_list / ref_list:.2f}x; "
-              f"connect <= 1.5x reference: {connect[ours.label] / ref_connect:.2f}x; "
-              f"read_file within 1.1x of the no-op tool: {noop_read / ours_read:.2f}x slower")
+        print(f"\ntargets: list_directory >= 1x reference: {ours_list / ref_list:.2f}x "
+              f"(the same SDK listing with no policy: {floor_list / ref_list:.2f}x); "
+              f"connect <= 1.5x reference: {connect[ours.label] / ref_connect:.2f}x "
+              f"(the same SDK doing nothing: {connect[floor.label] / ref_connect:.2f}x); "
+              f"read_file within 1.1x of the no-op tool: {floor_read / ours_read:.2f}x slower")
 
         # In process: the same work without the transport.
         tools = FileTools([str(root)], audit=AuditLog(str(state / "bench-audit.jsonl")))

@@ -128,12 +128,14 @@ def test_a_session_grant_turns_exactly_that_need_on_that_path_into_allow(shop):
     assert write_plan.verdict == "request"  # a read grant is not a write grant
     grants.add({("read", str(shop / "vault"))})
     listing = run(tools, "list_directory", project_id="shop", relative_path="vault")
-    assert listing["entries"] == [{"name": "notes.txt", "type": "file", "relative_path": "vault/notes.txt"}]
+    assert (listing["files"], listing["directories"], listing["needs_approval"]) == (["notes.txt"], [], [])
+    assert listing["relative_path"] == "vault"
     grants.end()  # the workspace changed
     assert tools.plan("read_file", {"project_id": "shop", "relative_path": "vault/notes.txt"}).verdict == "request"
-    top = {e["name"]: e for e in run(tools, "list_directory", project_id="shop", relative_path=".")["entries"]}
-    assert top["vault"].get("needs_approval") is True and "needs_approval" not in top["src"]
-    assert "secrets" not in top  # denied entries are hidden, only counted
+    top = run(tools, "list_directory", project_id="shop", relative_path=".")
+    assert "vault" in top["directories"] and "src" in top["directories"]
+    assert "vault" in top["needs_approval"] and "src" not in top["needs_approval"]
+    assert "secrets" not in top["directories"] + top["files"] + top["links"] + top["other"]  # hidden, only counted
 
 
 def test_a_grant_never_lifts_a_deny(shop):
@@ -250,14 +252,14 @@ def test_a_listing_hides_a_hard_link_to_a_denied_file_and_skips_inodes_only_with
     project_rules(repo, '[[paths]]\nid = "dotenv"\npath = ".env"\npolicies = { read = "deny" }\n')
     tools = tools_for(repo)
     listing = run(tools, "list_directory", project_id="repo", relative_path="src")
-    assert [e["name"] for e in listing["entries"]] == ["app.ts"] and listing["hidden"] == 1
+    assert listing["files"] == ["app.ts"] and listing["hidden"] == 1
     assert tools.listing_needs_stats(os.stat(repo / "src").st_dev)
     plain = make_repo(tmp_path / "plain", {"src/app.ts": "x\n", "src/other.ts": "y\n"})
     os.link(plain / "src" / "app.ts", plain / "src" / "app-link.ts")  # several links, nothing denied
     open_tools = tools_for(plain)
     assert not open_tools.listing_needs_stats(os.stat(plain / "src").st_dev)
     listing = run(open_tools, "list_directory", project_id="plain", relative_path="src")
-    assert [e["name"] for e in listing["entries"]] == ["app-link.ts", "app.ts", "other.ts"]
+    assert listing["files"] == ["app-link.ts", "app.ts", "other.ts"] and listing["hidden"] == 0
 
 
 def test_a_quick_plan_never_walks_a_stale_hard_link_index_and_decides_like_plan(tmp_path):

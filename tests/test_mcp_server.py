@@ -230,9 +230,12 @@ async def test_rules_hide_denied_files_from_reads_listings_and_search(ws, isolat
         assert code(dotenv) == "policy_denied" and SECRET not in text(dotenv)
         assert code(await calls("read_file", project_id=P, relative_path="vault/notes.txt")) == "no_approver"
         listing = (await calls("list_directory", project_id=P)).structured_content
-        names = {e["name"]: e for e in listing["entries"]}
-        assert ".env" not in names and listing["hidden"] >= 1
-        assert names["vault"]["needs_approval"] is True and names["src"]["type"] == "directory"
+        shown = listing["files"] + listing["directories"] + listing["links"] + listing["other"]
+        assert ".env" not in shown and listing["hidden"] >= 1
+        assert "vault" in listing["needs_approval"] and "src" in listing["directories"]
+        lines = text(await calls("list_directory", project_id=P)).splitlines()
+        assert "[DIR] vault (needs approval)" in lines and "[DIR] src" in lines
+        assert not any(".env" in line for line in lines)
         found = (await calls("search_files", project_id=P, query="export")).structured_content
         assert sorted(m["relative_path"] for m in found["matches"]) == ["src/config.ts", "src/util.ts"]
         leaked = (await calls("search_files", project_id=P, query=SECRET)).structured_content

@@ -149,6 +149,11 @@ def test_listing_fast_path_matches_the_engine(tmp_path_factory, dirs, files, rul
         fast = tools.peek_entries(resolved, entries)
         slow = [full_peek(tools, root, f"{relative}/{e.name}" if relative else e.name) for e in entries]
         assert fast == slow, (text, directory, [e.name for e in entries])
+        # As the MCP listing reads them: inodes only where a denied file's inode number is met.
+        screened = safe_io.list_directory(resolved.root, "" if inner == "." else inner,
+                                          file_stats=tools.listing_needs_stats)
+        assert [e.name for e in screened] == [e.name for e in entries]
+        assert tools.peek_entries(resolved, screened) == slow, (text, directory, [e.name for e in entries])
         plain = [e.name for e in entries if e.kind != "symlink"]
         if resolved.traversed_symlink:
             continue
@@ -186,6 +191,14 @@ def test_a_hard_link_to_a_denied_file_is_hidden_from_a_listing(tmp_path):
     fast = dict(zip([e.name for e in entries], tools.peek_entries(resolved, entries), strict=True))
     slow = {e.name: full_peek(tools, str(repo), f"sub/{e.name}") for e in entries}
     assert fast == slow == {".env": "deny", "notes.txt": "deny", "plain.txt": "allow"}
+    # The listing's inode screen: only the files whose directory entry names a denied inode are read.
+    screen = tools.listing_needs_stats(os.stat(repo / "sub").st_dev)
+    assert screen == frozenset({os.stat(repo / "sub" / ".env").st_ino})
+    screened = safe_io.list_directory(str(repo), "sub", file_stats=tools.listing_needs_stats)
+    if safe_io.readdir_inodes_exact(os.stat(repo / "sub").st_dev):
+        assert {e.name: e.nlink for e in screened} == {".env": 2, "notes.txt": 2, "plain.txt": 1}
+        assert next(e for e in screened if e.name == "plain.txt").inode is None  # not read
+    assert dict(zip([e.name for e in screened], tools.peek_entries(resolved, screened), strict=True)) == slow
 
 
 def test_children_that_are_anchors_themselves_get_their_own_rules(tmp_path):

@@ -97,6 +97,17 @@ class HardLinkIndex:
         with self._fresh():
             return self._devices if self._complete else None
 
+    def inodes_on(self, device: int) -> frozenset[int] | None:
+        """The inode numbers of denied files on ``device``; None when the index is incomplete.
+
+        A regular file there whose inode number is none of these is no other name of
+        a denied file (``denied`` could only answer None), whatever its link count.
+        """
+        with self._fresh():
+            if not self._complete:
+                return None
+            return frozenset(inode for dev, inode in self._inodes if dev == device)
+
     @contextmanager
     def _fresh(self) -> Iterator[None]:
         """The lock held over an index no older than ``TTL`` (rebuilt here, unless ``no_walk``:

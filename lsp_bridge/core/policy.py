@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import os
 import stat
+from bisect import bisect_left
 from collections.abc import Container, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from itertools import repeat
@@ -58,6 +59,7 @@ OPERATIONS = ("read", "write", "delete", "rename", "metadata")
 _NEEDS = {"read": "read", "write": "write", "metadata": "write", "delete": "delete"}
 _MUTATING = {"write", "metadata", "delete", "rename"}
 _DOTS = (".", "..")
+_DOTS_SET = frozenset(_DOTS)
 
 
 class PolicyInputError(ValueError):
@@ -205,6 +207,7 @@ class Policy:
             anchored.update(ruleset.anchors)
             anchored.update(ruleset.protected)
         self._anchored = frozenset(anchored)
+        self._anchors_sorted = sorted(anchored)  # for the anchors directly below a directory (``_child_anchors``)
         self._slots: dict[tuple[str, str], _Slot] = {}
 
     def rulesets(self) -> list[RuleSet]:
@@ -529,6 +532,11 @@ class Policy:
         # A read of a child that is no anchor and has one link is decided by the directory's
         # fixed winner alone (``_fast_verdict`` with nothing per child left to ask): once.
         uniform = need == "read" and not slot.globbed
+        if uniform and not CASE_INSENSITIVE:
+            names = names if isinstance(names, list) else list(names)
+            shared_all = self._shared_children(op, base, slot, names, granted, files)
+            if shared_all is not None:
+                return shared_all
         shared: Verdict | None = None
         anchored = self._anchored
         sep = os.sep
@@ -550,6 +558,45 @@ class Policy:
                 verdict = "allow"
             verdicts.append(verdict)
         return verdicts
+
+    def _shared_children(self, op: str, base: str, slot: _Slot, names: list[str],
+                         granted: Container[tuple[str, str]],
+                         files: Sequence[tuple[tuple[int, int] | None, int]] | None) -> list[Verdict] | None:
+        """``decide_children`` for a read where no child can differ: one verdict, no work per name.
+
+        None (the caller decides name by name) when a name is not a plain entry name, when
+        some child is an anchor itself (``_child_anchors``: a rule, root, union entry or
+        protected path directly below the directory), when a file has several hard links,
+        or when the shared verdict is ``request`` and session grants may turn single
+        children into ``allow``.
+        """
+        if not names:
+            return []
+        anchors = slot.children
+        if anchors is None:
+            anchors = slot.children = self._child_anchors(base)
+        if anchors and not anchors.isdisjoint(names):
+            return None
+        if files is not None and max(nlink for _, nlink in files) > 1:
+            return None
+        if "" in names or not _DOTS_SET.isdisjoint(names) or os.sep in "\0".join(names):
+            return None
+        shared = self._fast_verdict(op, base + names[0], slot, 1)
+        if shared is None or (shared == "request" and granted):
+            return None
+        return [shared] * len(names)
+
+    def _child_anchors(self, base: str) -> frozenset[str]:
+        """The names of the anchors directly below the directory ``base`` (ends with a separator)."""
+        found = []
+        anchors = self._anchors_sorted
+        index = bisect_left(anchors, base)
+        while index < len(anchors) and anchors[index].startswith(base):
+            rest = anchors[index][len(base):]
+            if rest and os.sep not in rest:
+                found.append(rest)
+            index += 1
+        return frozenset(found)
 
     def _as_target(self, path: str | Target) -> Target:
         return path if isinstance(path, Target) else self.resolve(path)
@@ -636,6 +683,8 @@ class _Slot:
     memo: dict[tuple[int, str] | None, Verdict]
     # The whole point decision (verdict, rule, reason, selected root) per winner: ``_child_point``.
     points: dict[tuple[int, str] | None, tuple[Verdict, PathRule | None, str, str]] = field(default_factory=dict)
+    # The names of the anchors directly below the directory (``Policy._child_anchors``), once computed.
+    children: frozenset[str] | None = None
 
 
 def _squash_slashes(path: str) -> str:

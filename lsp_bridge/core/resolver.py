@@ -179,7 +179,8 @@ def resolve_in_projects(
 
 def _check_text(text: str, original: str, stage: str) -> None:
     """Rules 2-5 on one spelling of the path (raw or decoded)."""
-    if _CONTROL.search(text):
+    # Printable ASCII has no control character: the regex only where the text is not that.
+    if not (text.isascii() and text.isprintable()) and _CONTROL.search(text):
         raise ResolveError(
             "invalid_path", original, f"path {original!r} contains a NUL or control character{stage}"
         )
@@ -193,7 +194,7 @@ def _check_text(text: str, original: str, stage: str) -> None:
         raise ResolveError(
             "invalid_path", original, f"path {original!r} contains a backslash{stage}; use '/'"
         )
-    if ".." in text.split("/"):
+    if text == ".." or text.startswith("../") or text.endswith("/..") or "/../" in text:  # a '..' component
         raise ResolveError(
             "path_outside_project", original, f"path {original!r} contains a '..' component{stage}"
         )

@@ -23,6 +23,7 @@ from __future__ import annotations
 import difflib
 import hashlib
 import json
+import operator
 import os
 import re
 import stat
@@ -31,6 +32,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from itertools import compress
 from typing import Any, TypeVar, cast
 
 from lsp_bridge.approvals.service import ALLOWING, SessionGrants
@@ -78,7 +80,12 @@ T = TypeVar("T")
 _SLUG = re.compile(r"[^A-Za-z0-9._-]+")
 SKIP_DIRS = frozenset({".git"})
 MAX_CHANGES = 100
-QUICK_READ_BYTES = 256 * 1024  # a read_file the MCP server may serve without a worker thread (FileTools.quick)
+QUICK_READ_BYTES = 256 * 1024  # a read_file the MCP server may serve without a worker thread (concludes_quickly)
+# A list_directory the MCP server may serve without a worker thread: the directory's own st_size (ext4: 4 KiB
+# blocks of ~24-byte entries; btrfs, xfs and tmpfs: bytes of names or ~20 per entry) at most this, so a few
+# thousand entries at most (a listing of 1,000 is ~1 ms); a bigger one is listed in a worker.
+QUICK_LIST_BYTES = 96 * 1024
+QUICK_TOOLS = ("read_file", "list_directory")
 
 
 class ToolError(Exception):
@@ -232,9 +239,6 @@ class FileTools:
         self._lock = threading.RLock()  # decisions, grants and reloads; the I/O runs outside it
         self._config_mark = self._config_signature()
         self._config_checked = time.monotonic()
-        # Each listed entry's own ``relative_path`` (the listing's path + ``/`` + the name, ``%``
-        # written ``%25``); the MCP server leaves it out of its replies, which say it once.
-        self.listing_paths = True
 
     # -- projects --------------------------------------------------------------
 
@@ -589,10 +593,14 @@ class FileTools:
 
     @staticmethod
     def concludes_quickly(plan: Plan) -> bool:
-        """An allowed ``read_file`` of at most ``QUICK_READ_BYTES`` bytes (as the resolver saw it)."""
+        """An allowed ``read_file`` of at most ``QUICK_READ_BYTES`` bytes, or ``list_directory`` of a
+        directory of at most ``QUICK_LIST_BYTES`` (its ``st_size`` as the resolver saw it)."""
         resolved = plan.accesses[0].resolved if len(plan.accesses) == 1 else None
-        return (plan.tool == "read_file" and plan.verdict == "allow" and resolved is not None
-                and resolved.size is not None and resolved.size <= QUICK_READ_BYTES)
+        if plan.verdict != "allow" or resolved is None or resolved.size is None:
+            return False
+        if plan.tool == "read_file":
+            return resolved.size <= QUICK_READ_BYTES
+        return plan.tool == "list_directory" and resolved.size <= QUICK_LIST_BYTES
 
     def _maybe_reload(self) -> None:
         """Pick up edited configuration files (checked at most once a second)."""
@@ -632,56 +640,68 @@ class FileTools:
 
 
     def peek_entries(self, directory: Resolved, entries: Sequence[safe_io.Entry], need: str = "read") -> list[str]:
-        """``peek`` for every entry of a listed directory, in one pass.
+        """``peek`` for every entry of a listed directory, in one pass (``peek_listing`` of its columns)."""
+        several = max(map(_ENTRY_NLINK, entries), default=1) > 1  # only then does an inode matter
+        stats = [(e.inode, e.nlink) for e in entries] if several else None
+        return self.peek_listing(directory, safe_io.Listing(list(map(_ENTRY_NAME, entries)),
+                                                            list(map(_ENTRY_KIND, entries)), stats), need)
+
+    def peek_listing(self, directory: Resolved, listing: safe_io.Listing, need: str = "read") -> list[str]:
+        """``peek`` for every entry of a listed directory (``safe_io.list_columns``), in one pass.
 
         The directory was opened at its canonical path without following a
         link, so an entry that is not a link sits at ``canonical/name``: the
-        engine decides it from the directory's anchors (``Policy.decide_children``)
-        with no resolution per entry. Links, names the resolver would refuse,
-        and every entry of a directory reached through a link take ``peek``.
+        engine decides it from the directory's anchors (``Policy.decide_children``,
+        one shared verdict when no child can differ) with no resolution per
+        entry. Links, names the resolver would refuse, and every entry of a
+        directory reached through a link take ``peek``.
         """
-        verdicts: list[str | None] = [None] * len(entries)
-        plain_at: list[int] = []
-        names: list[str] = []
-        files: list[tuple[tuple[int, int] | None, int]] = []
+        names, kinds, stats = listing
         # The resolver's textual checks (characters, a leading drive or slash, ``..``) hold for
         # every ``dir/name`` when they hold for ``dir/name1/name2/...``: one check for the listing
         # below the root; a refusal there (or a listing of the root itself) checks name by name.
-        joined = "/".join([directory.relative, *(e.name for e in entries)])
+        joined = "/".join([directory.relative, *names])
         names_ok = bool(directory.relative) and _text_ok(_encode(joined) if "%" in joined else joined)
         every_peek = directory.traversed_symlink or not directory.exists
+        if names_ok and not every_peek and "symlink" not in kinds:  # the common listing: no per-entry work here
+            return cast("list[str]", self.policy.decide_children(need, directory.canonical, names, self.grants, stats))
+        verdicts: list[str | None] = [None] * len(names)
+        plain_at: list[int] = []
+        plain: list[str] = []
+        plain_stats: list[tuple[tuple[int, int] | None, int]] = []
         prefix = f"{directory.relative}/" if directory.relative else ""
-        if names_ok and not every_peek:  # the common listing: only links are peeked one by one
-            plain_at = [i for i, e in enumerate(entries) if e.kind != "symlink"]
-            if len(plain_at) == len(entries):
-                names = [e.name for e in entries]
-                files = [(e.inode, e.nlink) for e in entries]
-                return cast("list[str]", self.policy.decide_children(need, directory.canonical, names, self.grants, files))
-        for index, entry in enumerate(entries):
-            name = entry.name
-            if every_peek or entry.kind == "symlink":
+        for index, (name, kind) in enumerate(zip(names, kinds, strict=True)):
+            if every_peek or kind == "symlink":
                 verdicts[index] = self.peek(directory.root, prefix + name, need)[0]
                 continue
             if not names_ok and not _text_ok(_encode(prefix + name)):
                 verdicts[index] = "deny"
                 continue
             plain_at.append(index)
-            names.append(name)
-            files.append((entry.inode, entry.nlink))
-        decided = self.policy.decide_children(need, directory.canonical, names, self.grants, files)
+            plain.append(name)
+            plain_stats.append(stats[index] if stats is not None else (None, 1))
+        decided = self.policy.decide_children(need, directory.canonical, plain, self.grants, plain_stats)
         for index, verdict in zip(plain_at, decided, strict=True):
             verdicts[index] = verdict
         return [v or "deny" for v in verdicts]
 
-    def listing_needs_stats(self, device: int) -> bool:
-        """Whether a listing on ``device`` needs each file's inode and link count.
+    def listing_needs_stats(self, device: int) -> bool | frozenset[int]:
+        """Which files of a listing on ``device`` need their inode and link count read.
 
         Only a read of a file with several hard links that shares its inode with a
-        denied file is decided differently (``HardLinkIndex``); with no denied inode
-        on that device (and a complete index) no file there can be one.
+        denied file is decided differently (``HardLinkIndex``): with no denied inode on
+        that device (and a complete index) no file there can be one (False); with some,
+        only a file whose inode number is one of theirs can be (that set: the listing
+        reads those files, where directory entries carry inode numbers); an incomplete
+        index needs every file's link count (True).
         """
         devices = self.policy.hardlinks.devices()
-        return devices is None or device in devices
+        if devices is None:
+            return True
+        if device not in devices:
+            return False
+        inodes = self.policy.hardlinks.inodes_on(device)
+        return True if inodes is None else inodes
 
 
 class _Changed(Exception):
@@ -853,31 +873,49 @@ def run_read_file(tools: FileTools, plan: Plan) -> dict:
             "binary": text is None, "text": text}
 
 
+_ENTRY_NAME = operator.itemgetter(0)
+_ENTRY_KIND = operator.itemgetter(1)
+_ENTRY_NLINK = operator.itemgetter(3)
+LISTING_KINDS = (("directory", "directories"), ("file", "files"), ("symlink", "links"), ("other", "other"))
+
+
 def run_list_directory(tools: FileTools, plan: Plan) -> dict:
+    """The entries the policy shows, by kind, in name order; denied ones only counted (``hidden``).
+
+    ``directories``, ``files``, ``links``, ``other``: names; ``needs_approval``: the names
+    among them whose read needs an approval. A name's own path is the listing's
+    ``relative_path``, ``/`` and the name (a ``%`` in it written ``%25``).
+    """
     resolved = _resolved(plan.accesses[0].resolved)
     _refuse_outside(resolved, "list_directory")
-    entries: list[dict[str, Any]] = []
-    hidden, truncated = 0, False
-    listed = safe_io.list_directory(*_io(resolved), file_stats=tools.listing_needs_stats)
+    listing = safe_io.list_columns(*_io(resolved), file_stats=tools.listing_needs_stats)
+    verdicts = tools.peek_listing(resolved, listing)
+    names, kinds = listing.names, listing.kinds
     most = tools.limits.list_entries
-    prefix = f"{_encode(resolved.relative)}/" if resolved.relative else ""
-    paths = tools.listing_paths
-    for entry, verdict in zip(listed, tools.peek_entries(resolved, listed), strict=True):
-        if verdict == "deny":
-            hidden += 1
-            continue
-        if len(entries) >= most:
-            truncated = True
-            break
-        name = entry.name
-        item: dict[str, Any] = {"name": name, "type": entry.kind}
-        if paths:
-            item["relative_path"] = prefix + (name.replace("%", "%25") if "%" in name else name)
-        if verdict == "request":
-            item["needs_approval"] = True
-        entries.append(item)
-    return {"project_id": plan.project_id, "relative_path": resolved.relative, "entries": entries,
-            "hidden": hidden, "truncated": truncated}
+    hidden, truncated = 0, False
+    asks: list[str] = []
+    if len(names) > most or "deny" in verdicts or "request" in verdicts:
+        shown_names: list[str] = []
+        shown_kinds: list[str] = []
+        for name, kind, verdict in zip(names, kinds, verdicts, strict=True):
+            if verdict == "deny":
+                hidden += 1
+                continue
+            if len(shown_names) >= most:
+                truncated = True
+                break
+            shown_names.append(name)
+            shown_kinds.append(kind)
+            if verdict == "request":
+                asks.append(name)
+        names, kinds = shown_names, shown_kinds
+    result: dict[str, Any] = {"project_id": plan.project_id, "relative_path": resolved.relative}
+    for kind, key in LISTING_KINDS:
+        count = kinds.count(kind)
+        result[key] = ([] if not count else names if count == len(names)
+                       else list(compress(names, map(kind.__eq__, kinds))))
+    result.update(needs_approval=asks, hidden=hidden, truncated=truncated)
+    return result
 
 
 def run_search_files(tools: FileTools, plan: Plan) -> dict:

@@ -26,8 +26,10 @@ import operator
 import os
 import secrets
 import stat
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from itertools import repeat
 from typing import NamedTuple
 
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
@@ -146,20 +148,127 @@ def file_info(root: str, relative: str) -> os.stat_result:
     return info
 
 
-def list_directory(root: str, relative: str, *, file_stats: bool | Callable[[int], bool] = True) -> list[Entry]:
-    """The entries of a directory, sorted by name, links reported as links.
+class Listing(NamedTuple):
+    """A directory's entries by column, in name order: ``kinds[i]`` is ``names[i]``'s kind (file,
+    directory, symlink, other); ``stats[i]`` its ``(inode, nlink)`` as ``Entry`` has them, or
+    ``stats`` None when no file was read with more than one link (every ``(None, 1)`` then
+    decides alike: only a link count above one makes an inode matter)."""
 
-    ``file_stats`` says whether each regular file's inode and link count are read
-    (one ``fstatat`` per file, relative to the directory's descriptor); given a
-    function, it is asked once with the directory's ``st_dev``. Without them a
-    file's entry has ``inode=None, nlink=1``.
+    names: list[str]
+    kinds: list[str]
+    stats: list[tuple[tuple[int, int] | None, int]] | None
+
+
+def list_directory(root: str, relative: str, *,
+                   file_stats: bool | Callable[[int], bool | frozenset[int]] = True) -> list[Entry]:
+    """The entries of a directory, sorted by name, links reported as links (``list_columns`` as tuples)."""
+    names, kinds, stats = list_columns(root, relative, file_stats=file_stats)
+    new = tuple.__new__
+    return [new(Entry, (name, kind, *stat_)) for name, kind, stat_ in
+            zip(names, kinds, stats if stats is not None else repeat((None, 1)), strict=False)]
+
+
+def list_columns(root: str, relative: str, *,
+                 file_stats: bool | Callable[[int], bool | frozenset[int]] = True) -> Listing:
+    """The entries of a directory, sorted by name, links reported as links, by column.
+
+    ``file_stats`` says which regular files get their inode and link count read (one
+    ``fstatat`` per file, relative to the directory's descriptor): all (True), none
+    (False), or those whose inode number, as the directory entry gives it, is in the
+    set (only where that number is the file's own: ``readdir_inodes_exact``; elsewhere
+    every file is read). Given a function, it is asked once with the directory's
+    ``st_dev``. A file not read has ``(None, 1)``.
     """
     with open_directory(root, _parts(relative)) as dfd:
+        wanted: bool | frozenset[int] = True
         if callable(file_stats):
-            file_stats = file_stats(os.fstat(dfd).st_dev)
-        found = _entries(dfd, file_stats)
-    found.sort(key=_NAME)  # names are unique: by name
-    return found
+            device = os.fstat(dfd).st_dev
+            wanted = file_stats(device)
+            if not isinstance(wanted, bool) and not readdir_inodes_exact(device):
+                wanted = True
+        else:
+            wanted = file_stats
+        with os.scandir(dfd) as it:
+            items = sorted(it, key=_ITEM_NAME)  # names are unique: by name
+        try:
+            kinds = [_FILE if item.is_file(follow_symlinks=False) else _kind(item) for item in items]
+        except OSError:  # an entry gone or unreadable while its type was asked (no type in the entry): left out
+            known = [_kind_or_none(item) for item in items]
+            items = [item for item, kind in zip(items, known, strict=True) if kind is not None]
+            kinds = [kind for kind in known if kind is not None]
+        names = list(map(_ITEM_NAME, items))
+        stats: list[tuple[tuple[int, int] | None, int]] | None = None
+        if wanted is True or (wanted and not wanted.isdisjoint(map(_ITEM_INODE, items))):
+            screen = None if isinstance(wanted, bool) else wanted
+            stats = [(None, 1)] * len(items)
+            several = False
+            for index, (item, kind) in enumerate(zip(items, kinds, strict=True)):
+                if kind is _FILE and (screen is None or item.inode() in screen):
+                    try:
+                        info = item.stat(follow_symlinks=False)  # fstatat(dfd, name): the engine checks hard links
+                    except OSError:
+                        continue  # gone since: as a file with one link (the read would not find it)
+                    stats[index] = ((info.st_dev, info.st_ino), info.st_nlink)
+                    several = several or info.st_nlink > 1
+            stats = stats if several or screen is None else None
+    return Listing(names, kinds, stats)
+
+
+_FILE = "file"
+_ITEM_NAME = operator.attrgetter("name")
+_ITEM_INODE = operator.methodcaller("inode")
+
+
+def _kind(item: os.DirEntry) -> str:
+    """A directory entry's kind other than a regular file, links not followed."""
+    if item.is_dir(follow_symlinks=False):
+        return "directory"
+    return "symlink" if item.is_symlink() else "other"
+
+
+def _kind_or_none(item: os.DirEntry) -> str | None:
+    try:
+        return _FILE if item.is_file(follow_symlinks=False) else _kind(item)
+    except OSError:
+        return None
+
+
+# File systems whose directory entries carry the file's own inode number (``d_ino`` ==
+# ``st_ino`` for a regular file). Not overlayfs, FUSE or network file systems, where
+# ``d_ino`` may be another layer's, made up, or the server's: there every file is read.
+_EXACT_DINO = frozenset({"ext2", "ext3", "ext4", "xfs", "btrfs", "tmpfs", "f2fs", "jfs", "bcachefs"})
+_MOUNTINFO = "/proc/self/mountinfo"
+_FS_TTL = 30.0  # as the hard-link index's: a file system type is re-read at least this often
+_fs_types: dict[int, str] = {}
+_fs_read = -1e18
+
+
+def readdir_inodes_exact(device: int) -> bool:
+    """Whether directory entries on ``device`` give each regular file's own inode number
+    (its file system type, from ``/proc/self/mountinfo``, is in ``_EXACT_DINO``). False
+    where it cannot be told."""
+    global _fs_types, _fs_read
+    now = time.monotonic()
+    if now - _fs_read > _FS_TTL or device not in _fs_types:
+        types: dict[int, str] = {}
+        try:
+            with open(_MOUNTINFO, encoding="utf-8", errors="replace") as handle:
+                for line in handle:
+                    fields = line.split()
+                    if "-" not in fields:
+                        continue
+                    major, _, minor = fields[2].partition(":")
+                    try:
+                        number = os.makedev(int(major), int(minor))
+                    except ValueError:
+                        continue
+                    kind = fields[fields.index("-") + 1]
+                    if types.setdefault(number, kind) != kind:
+                        types[number] = "?"  # two types for one number: trust neither
+        except OSError:
+            types = {}
+        _fs_types, _fs_read = types, now
+    return _fs_types.get(device) in _EXACT_DINO
 
 
 def walk_files(root: str, relative: str, *, skip_dirs: frozenset[str] = frozenset(), limit: int) -> Iterator[str]:
@@ -327,31 +436,11 @@ def _require_plain_leaf(mode: int, shown: str) -> None:
     _require_regular(mode, shown)
 
 
-def _entries(dfd: int, file_stats: bool = True) -> list[Entry]:
+def _entries(dfd: int) -> list[Entry]:
     """Each entry's kind from the directory entry's type (``lstat`` only where the file system gives none)."""
-    found: list[Entry] = []
-    append = found.append
-    new = tuple.__new__  # Entry(...) without the named tuple's Python-level __new__: a listing makes thousands
+    new = tuple.__new__  # Entry(...) without the named tuple's Python-level __new__: a walk makes thousands
     with os.scandir(dfd) as it:
-        for item in it:
-            try:
-                if item.is_file(follow_symlinks=False):
-                    if file_stats:
-                        info = item.stat(follow_symlinks=False)  # fstatat(dfd, name): the engine checks hard links
-                        append(new(Entry, (item.name, "file", (info.st_dev, info.st_ino), info.st_nlink)))
-                    else:
-                        append(new(Entry, (item.name, "file", None, 1)))
-                    continue
-                if item.is_dir(follow_symlinks=False):
-                    kind = "directory"
-                elif item.is_symlink():
-                    kind = "symlink"
-                else:
-                    kind = "other"
-            except OSError:
-                continue
-            append(new(Entry, (item.name, kind, None, 1)))
-    return found
+        return [new(Entry, (item.name, kind, None, 1)) for item in it if (kind := _kind_or_none(item)) is not None]
 
 
 def _temp_name(name: str) -> str:

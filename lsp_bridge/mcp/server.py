@@ -60,7 +60,7 @@ from lsp_bridge.approvals.service import (
 )
 from lsp_bridge.core.paths import canonical, is_within
 from lsp_bridge.mcp.audit import AuditLog
-from lsp_bridge.mcp.file_tools import Caller, FileTools, Limits, Plan, ToolError
+from lsp_bridge.mcp.file_tools import QUICK_TOOLS, Caller, FileTools, Limits, Plan, ToolError
 
 if TYPE_CHECKING:  # imported lazily at run time
     import anyio.abc
@@ -239,10 +239,11 @@ class GuardedServer:
 
     def _decide_quickly(self, tools: FileTools, name: str, arguments: dict,
                         caller: Caller) -> Plan | dict[str, Any] | None:
-        """On the event loop, a ``read_file`` that ``FileTools.plan_quick`` decides: refused, or
-        allowed and ``concludes_quickly`` (small), it is logged and done here; a plan that needs an
-        approval or a big read is returned (the read then runs in a worker). None: plan in a worker."""
-        if name != "read_file":
+        """On the event loop, a ``read_file`` or ``list_directory`` that ``FileTools.plan_quick`` decides:
+        refused, or allowed and ``concludes_quickly`` (a small file or directory), it is logged and done
+        here; a plan that needs an approval or big I/O is returned (the I/O then runs in a worker).
+        None: plan in a worker."""
+        if name not in QUICK_TOOLS:
             return None
         return tools.plan_quick(name, arguments, caller,
                                 then=lambda plan: self._decide_and_run(tools, name, arguments, caller, plan))
@@ -295,7 +296,6 @@ class GuardedServer:
     def _build(self, roots: Sequence[str]) -> FileTools:
         tools = FileTools(roots, env=self.env, audit=self.audit, mirror=self.mirror, limits=self.limits,
                           taken_ids=self.taken_ids, grants=self.approvals.grants)
-        tools.listing_paths = False  # a listing's entries are named once by the listing's relative_path
         return tools
 
     async def _refresh_roots(self, ctx) -> None:
@@ -521,17 +521,19 @@ def _elicited(result: types.ElicitResult) -> str:
     return answer if answer in ("allow_once", "allow_session") else "deny"
 
 
-_KINDS = {"file": "[FILE]", "directory": "[DIR]", "symlink": "[LINK]"}
+_TAGS = (("directories", "[DIR] "), ("files", "[FILE] "), ("links", "[LINK] "), ("other", "[OTHER] "))
 
 
 def _listing_text(result: dict) -> str:
-    """A listing's text content: ``[FILE] name`` lines (the structured content has every field)."""
-    kinds = _KINDS
-    lines = [
-        f"{kinds.get(e['type'], '[OTHER]')} {e['name']} (needs approval)" if "needs_approval" in e
-        else f"{kinds.get(e['type'], '[OTHER]')} {e['name']}"
-        for e in result["entries"]
-    ]
+    """A listing's text content: ``[DIR] name`` lines, then ``[FILE]``, ``[LINK]``, ``[OTHER]``."""
+    asks = frozenset(result["needs_approval"])
+    lines: list[str] = []
+    for key, tag in _TAGS:
+        names = result[key]
+        if asks and not asks.isdisjoint(names):
+            lines += [f"{tag}{name} (needs approval)" if name in asks else tag + name for name in names]
+        else:
+            lines += map(tag.__add__, names)
     if result.get("hidden"):
         lines.append(f"({result['hidden']} entries hidden by policy)")
     if result.get("truncated"):
@@ -545,7 +547,7 @@ def _ok(result: dict) -> dict[str, Any]:
     if "text" in result:  # read_file: the file goes in the content, its metadata in structured content
         text = result.pop("text")
         shown = text if text is not None else f"binary file, {result.get('size')} bytes: not returned as text"
-    elif "entries" in result:  # list_directory: one line per entry, as a person reads a listing
+    elif "directories" in result:  # list_directory: one line per entry, as a person reads a listing
         shown = _listing_text(result)
     else:
         shown = json.dumps(result, indent=2, ensure_ascii=False)

@@ -1,0 +1,100 @@
+"""What the MCP benches share: the servers they start, the environment, the timing loops.
+
+* ``rootguard_params``: ``rootguard mcp --root ROOT`` as a client starts it;
+* ``floor_params``: the same Python SDK serving a ``read_file`` that does nothing (a
+  2 KB text) and a ``list_directory`` that lists with no policy (``[DIR]``/``[FILE]``
+  lines from ``os.scandir``, sorted): what the SDK costs per call, whatever the server does;
+* ``server_env``: a bare environment whose audit log and tray socket are in a temporary
+  directory (never the user's), without ``PYTHONDONTWRITEBYTECODE`` (a user's start-up
+  has bytecode caches; ``compile_package`` writes ours);
+* ``connect_time``, ``call_rate``, ``per_call``: spawn → first answer, calls per second
+  over one session, CPU time per call in process.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from mcp import Client, StdioServerParameters
+
+PACKAGE_DIR = Path(__file__).resolve().parents[1] / "lsp_bridge"
+
+FLOOR_SERVER = """
+import os, anyio, mcp_types as types
+from mcp.server.lowlevel import Server
+from mcp.server.stdio import stdio_server
+TAGS = {True: "[DIR] ", False: "[FILE] "}
+async def tools(ctx, params):
+    return types.ListToolsResult(tools=[types.Tool(name=n, input_schema={"type": "object"})
+                                        for n in ("read_file", "list_directory")])
+async def call(ctx, params):
+    if params.name == "list_directory":
+        with os.scandir((params.arguments or {})["path"]) as found:
+            lines = sorted(TAGS[e.is_dir(follow_symlinks=False)] + e.name for e in found)
+        return {"content": [{"type": "text", "text": "\\n".join(lines)}], "isError": False, "resultType": "complete"}
+    return types.CallToolResult(content=[types.TextContent(type="text", text="x" * 2090)])
+async def main():
+    server = Server("floor", on_list_tools=tools, on_call_tool=call)
+    async with stdio_server() as (r, w):
+        await server.run(r, w, server.create_initialization_options())
+anyio.run(main)
+"""
+
+
+def server_env(base: Path) -> dict[str, str]:
+    """The measured servers' environment: state (audit log) and tray socket under ``base``."""
+    env = {k: v for k, v in os.environ.items() if k in ("HOME", "PATH", "XDG_CONFIG_HOME", "XDG_RUNTIME_DIR")}
+    env.update(XDG_STATE_HOME=str(base / "state"), ROOTGUARD_TRAY_SOCKET=str(base / "no-tray.sock"))
+    return env
+
+
+def rootguard_params(root: Path, env: dict[str, str]) -> StdioServerParameters:
+    return StdioServerParameters(command=sys.executable, args=["-m", "lsp_bridge.cli", "mcp", "--root", str(root)],
+                                 env=env, cwd=str(root.parent))
+
+
+def floor_params(env: dict[str, str]) -> StdioServerParameters:
+    return StdioServerParameters(command=sys.executable, args=["-c", FLOOR_SERVER], env=env)
+
+
+def compile_package() -> None:
+    """Bytecode caches for Root Guard's modules (pip compiled the SDK's), as an installed package has."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    subprocess.run([sys.executable, "-m", "compileall", "-q", str(PACKAGE_DIR)], check=True, env=env,
+                   stdout=subprocess.DEVNULL)
+
+
+async def connect_time(params: StdioServerParameters) -> float:
+    """Seconds from spawning the server to its first answer (``tools/list``)."""
+    started = time.perf_counter()
+    async with Client(params) as client:
+        await client.list_tools()
+        return time.perf_counter() - started
+
+
+async def call_rate(client: Client, sequence: list[tuple[str, dict]], calls: int, offset: int = 0) -> float:
+    """Calls per second of ``calls`` calls cycling through ``sequence`` (an error ends the bench)."""
+    start = time.perf_counter()
+    for i in range(calls):
+        name, arguments = sequence[(offset + i) % len(sequence)]
+        result = await client.call_tool(name, arguments)
+        if result.is_error:
+            raise SystemExit(f"{name} failed: {result.content[0].text}")
+    return calls / (time.perf_counter() - start)
+
+
+def per_call(fn, items: list, seconds: float, slices: int = 7) -> float:
+    """CPU microseconds per call, best slice: the least disturbed run on a shared machine."""
+    best = float("inf")
+    for _ in range(slices):
+        done, start = 0, time.process_time()
+        while time.process_time() - start < seconds / slices:
+            for item in items:
+                fn(item)
+            done += len(items)
+        best = min(best, (time.process_time() - start) / done * 1e6)
+    return best

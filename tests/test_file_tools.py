@@ -278,3 +278,19 @@ def test_a_quick_plan_never_walks_a_stale_hard_link_index_and_decides_like_plan(
     small = tools.plan_quick("read_file", {"project_id": "repo", "relative_path": "src/app.ts"})
     assert small is not None and small.verdict == "allow" and tools.concludes_quickly(small)
     assert tools.conclude(small)["size"] == 2
+
+
+def test_a_quick_listing_waits_for_a_fresh_hard_link_index_and_lists_as_the_worker_does(tmp_path):
+    """An allowed ``list_directory`` is served on the event loop only with the hard-link index
+    fresh (its I/O asks it); then it is the same listing, the hard link to ``.env`` hidden."""
+    repo = make_repo(tmp_path / "repo", {".env": "KEY=1\n", "src/app.ts": "x\n", "src/lib/util.ts": "y\n"})
+    os.link(repo / ".env", repo / "src" / "env-copy")
+    project_rules(repo, '[[paths]]\nid = "dotenv"\npath = ".env"\npolicies = { read = "deny" }\n')
+    tools = tools_for(repo)
+    args = {"project_id": "repo", "relative_path": "src"}
+    assert tools.plan_quick("list_directory", args, then=tools.conclude) is None  # never built: the worker's turn
+    slow = tools.conclude(tools.plan("list_directory", args))  # builds it
+    quick = tools.plan_quick("list_directory", args, then=tools.conclude)
+    assert isinstance(quick, dict)
+    for listing in (slow, quick):
+        assert (listing["files"], listing["directories"], listing["hidden"]) == (["app.ts"], ["lib"], 1)

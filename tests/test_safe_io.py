@@ -132,3 +132,27 @@ def test_walk_does_not_enter_linked_directories(area):
     found = list(safe_io.walk_files(root, "", skip_dirs=frozenset({".git"}), limit=100))
     assert sorted(found) == ["sub/away", "sub/file.txt"]  # the link is reported, never entered
     assert list(safe_io.walk_files(root, "", skip_dirs=frozenset({".git"}), limit=1)) == ["sub/away"]
+
+
+def test_a_listing_reads_inodes_per_its_screen_and_every_one_where_entries_may_not_carry_them(area):
+    """``list_columns``: a screen of inode numbers reads only the files whose directory entry
+    carries one of them; on a device whose file system type is unknown (entries may carry another
+    layer's or a made-up number) every file is read. Nothing is guessed where it cannot be told."""
+    root, sub = str(area["root"]), area["root"] / "sub"
+    os.link(sub / "file.txt", sub / "alias.txt")
+    (sub / "plain.txt").write_text("x\n")
+    device, inode = os.stat(sub).st_dev, os.stat(sub / "file.txt").st_ino
+    assert not safe_io.readdir_inodes_exact(os.makedev(4095, 4095))  # no such device: not trusted
+    listing = safe_io.list_columns(root, "sub", file_stats=lambda dev: frozenset({inode}))
+    assert listing.names == ["alias.txt", "file.txt", "plain.txt"] and listing.kinds == ["file"] * 3
+    assert listing.stats is not None
+    if safe_io.readdir_inodes_exact(device):
+        assert listing.stats == [((device, inode), 2), ((device, inode), 2), (None, 1)]
+    else:
+        assert [s[1] for s in listing.stats] == [2, 2, 1] and listing.stats[2][0] is not None
+    unrelated = safe_io.list_columns(root, "sub", file_stats=lambda dev: frozenset({inode + 10**9}))
+    if safe_io.readdir_inodes_exact(device):
+        assert unrelated.stats is None  # no denied inode met: nothing read
+    everything = safe_io.list_columns(root, "sub", file_stats=True)
+    assert everything.stats is not None and all(s[0] is not None for s in everything.stats)
+    assert safe_io.list_columns(root, "sub", file_stats=False).stats is None

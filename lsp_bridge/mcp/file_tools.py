@@ -567,8 +567,9 @@ class FileTools:
         """``plan`` when deciding the call is only lookups and a few system calls, else None.
 
         None while a slow step is due or under way: a configuration file changed (a reload
-        parses it and rebuilds the policy), the call needs the hard-link index and it is
-        stale (a rebuild walks the deny rules' anchors), or another thread is deciding. The
+        parses it and rebuilds the policy), the call (or an allowed listing's I/O) needs the
+        hard-link index and it is stale (a rebuild walks the deny rules' anchors), or another
+        thread is deciding. The
         caller then plans in a worker thread. ``then``: called with a plan that is refused
         or ``concludes_quickly``, without letting another thread decide in between.
         """
@@ -583,6 +584,8 @@ class FileTools:
             with no_walk():
                 try:
                     plan = self._plan(tool, args, caller)
+                    if plan.tool == "list_directory" and plan.verdict == "allow":
+                        self.policy.hardlinks.devices()  # the listing asks the index: fresh, or the worker's turn
                 except IndexStale:
                     return None
             if then is not None and (plan.verdict == "deny" or self.concludes_quickly(plan)):

@@ -267,6 +267,7 @@ def readdir_inodes_exact(device: int) -> bool:
                         types[number] = "?"  # two types for one number: trust neither
         except OSError:
             types = {}
+        types.setdefault(device, "?")  # not mounted as itself (a btrfs subvolume...): untrusted until re-read
         _fs_types, _fs_read = types, now
     return _fs_types.get(device) in _EXACT_DINO
 

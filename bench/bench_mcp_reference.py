@@ -7,10 +7,13 @@ directory (or uses ``--reference DIR`` where it is already installed), builds a
 directory of ``--entries`` files (or lists the directory ``--dir`` names, any
 fixture), then prints in one run, each beside its baseline:
 
-* connect (spawn → initialized, median of 5): Root Guard vs the reference
-  (target <= 1.5x) and vs the same Python SDK serving a no-op tool;
+* connect (spawn → first answer, median of 5): Root Guard vs the reference
+  (target <= 1.5x) and vs the same Python SDK serving tools that do nothing
+  (``mcp_bench.FLOOR_SERVER``: what the SDK alone costs);
 * ``list_directory`` on the directory: calls/s and reply size against the
-  reference's ``list_directory`` (target: calls/s >= 1x, reply size comparable);
+  reference's ``list_directory`` (target: calls/s >= 1x, reply size comparable),
+  and against the same SDK listing the directory with no policy (``[DIR]``/``[FILE]``
+  lines from ``os.scandir``: the SDK's floor for a listing);
 * ``read_file`` on ~2 KB files: calls/s against the reference's
   ``read_text_file`` and against the same SDK's no-op tool (target: within 1.1x
   of the no-op tool);

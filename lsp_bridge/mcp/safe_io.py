@@ -202,14 +202,18 @@ def list_columns(root: str, relative: str, *,
             screen = None if isinstance(wanted, bool) else wanted
             stats = [(None, 1)] * len(items)
             several = False
+            unread: list[int] = []
             for index, (item, kind) in enumerate(zip(items, kinds, strict=True)):
                 if kind is _FILE and (screen is None or item.inode() in screen):
                     try:
                         info = item.stat(follow_symlinks=False)  # fstatat(dfd, name): the engine checks hard links
                     except OSError:
-                        continue  # gone since: as a file with one link (the read would not find it)
+                        unread.append(index)  # gone or unreadable since: left out, never shown undecided
+                        continue
                     stats[index] = ((info.st_dev, info.st_ino), info.st_nlink)
                     several = several or info.st_nlink > 1
+            for index in reversed(unread):
+                del names[index], kinds[index], stats[index]
             stats = stats if several or screen is None else None
     return Listing(names, kinds, stats)
 

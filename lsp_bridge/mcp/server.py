@@ -537,18 +537,20 @@ _TAGS = (("directories", "[DIR] "), ("files", "[FILE] "), ("links", "[LINK] "), 
 def _listing_text(result: dict) -> str:
     """A listing's text content: ``[DIR] name`` lines, then ``[FILE]``, ``[LINK]``, ``[OTHER]``."""
     asks = frozenset(result["needs_approval"])
-    lines: list[str] = []
+    blocks: list[str] = []
     for key, tag in _TAGS:
         names = result[key]
+        if not names:
+            continue
         if asks and not asks.isdisjoint(names):
-            lines += [f"{tag}{name} (needs approval)" if name in asks else tag + name for name in names]
+            blocks.append("\n".join(f"{tag}{name} (needs approval)" if name in asks else tag + name for name in names))
         else:
-            lines += map(tag.__add__, names)
+            blocks.append(tag + ("\n" + tag).join(names))  # one join: no string per line
     if result.get("hidden"):
-        lines.append(f"({result['hidden']} entries hidden by policy)")
+        blocks.append(f"({result['hidden']} entries hidden by policy)")
     if result.get("truncated"):
-        lines.append("(truncated: more entries than the listing limit)")
-    return "\n".join(lines) if lines else "(empty directory)"
+        blocks.append("(truncated: more entries than the listing limit)")
+    return "\n".join(blocks) if blocks else "(empty directory)"
 
 
 def _ok(result: dict) -> dict[str, Any]:

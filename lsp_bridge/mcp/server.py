@@ -23,54 +23,44 @@ tool results. What it adds is the session around the calls:
 
 from __future__ import annotations
 
+import argparse
 import gc
+import json
+import logging
+import os
+import secrets
+import sys
+import time
+import uuid
+import warnings
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+from urllib.parse import unquote, urlparse
 
-# Importing the SDK builds ~550 pydantic models; the cyclic collector would run over that growing
-# heap dozens of times meanwhile (~13% of the import on a 2-core machine). Imports make no cycles
-# to collect: it is paused for them and enabled again right after, whoever imports this module.
-_collecting = gc.isenabled()
-gc.disable()
-try:
-    import argparse
-    import json
-    import logging
-    import os
-    import secrets
-    import sys
-    import time
-    import uuid
-    import warnings
-    from collections.abc import Sequence
-    from dataclasses import dataclass
-    from typing import TYPE_CHECKING, Any
-    from urllib.parse import unquote, urlparse
+import anyio
+import mcp_types as types
+from mcp.server.lowlevel import NotificationOptions, Server
+from mcp.server.stdio import stdio_server
+from mcp.shared.exceptions import MCPDeprecationWarning, MCPError, NoBackChannelError
+from mcp.shared.message import ServerMessageMetadata
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
-    import anyio
-    import mcp_types as types
-    from mcp.server.lowlevel import NotificationOptions, Server
-    from mcp.server.stdio import stdio_server
-    from mcp.shared.exceptions import MCPDeprecationWarning, MCPError, NoBackChannelError
-    from mcp.shared.message import ServerMessageMetadata
-    from mcp_types.version import MODERN_PROTOCOL_VERSIONS
-
-    from lsp_bridge import __version__ as VERSION
-    from lsp_bridge.approvals.service import (
-        ApprovalRequest,
-        ApprovalService,
-        Deferred,
-        Outcome,
-        Reply,
-        SessionGrants,
-        Step,
-        TimeLimit,
-        targets_of,
-    )
-    from lsp_bridge.core.paths import canonical, is_within
-    from lsp_bridge.mcp.audit import AuditLog
-    from lsp_bridge.mcp.file_tools import QUICK_TOOLS, Caller, FileTools, Limits, Plan, ToolError
-finally:
-    if _collecting:
-        gc.enable()
+from lsp_bridge import __version__ as VERSION
+from lsp_bridge.approvals.service import (
+    ApprovalRequest,
+    ApprovalService,
+    Deferred,
+    Outcome,
+    Reply,
+    SessionGrants,
+    Step,
+    TimeLimit,
+    targets_of,
+)
+from lsp_bridge.core.paths import canonical, is_within
+from lsp_bridge.mcp.audit import AuditLog
+from lsp_bridge.mcp.file_tools import QUICK_TOOLS, Caller, FileTools, Limits, Plan, ToolError
 
 if TYPE_CHECKING:  # imported lazily at run time
     import anyio.abc

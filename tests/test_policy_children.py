@@ -225,3 +225,51 @@ def test_children_that_are_anchors_themselves_get_their_own_rules(tmp_path):
         quick = tools.policy.decide_children(op, str(repo), names)
         assert quick == [engine(tools, op, Target(os.path.join(str(repo), n), inode=inspect(os.path.join(str(repo), n))[0],
                                                   nlink=inspect(os.path.join(str(repo), n))[1])) for n in names]
+
+
+def test_one_shared_verdict_only_where_no_child_can_differ(tmp_path):
+    """``decide_children``'s shared verdict (no work per name) against the full engine, name by
+    name: a directory of many plain files; children that are anchors (a file rule, a directory
+    rule), an anchor deeper down (which makes no child an anchor), a request-level directory with
+    session grants on some of its files (a grant lifts one child only), a file with two links."""
+    repo = Path(os.path.realpath(tmp_path)) / "repo"
+    big, vault, deep = repo / "big", repo / "vault", repo / "big" / "sub" / "deeper"
+    plain = repo / "plain"  # nothing below it is ruled: one shared verdict
+    for directory in (big, vault, deep, plain / "dir"):
+        directory.mkdir(parents=True)
+    for index in range(60):
+        (big / f"f{index:02d}.ts").write_text("x\n")
+        (plain / f"p{index:02d}.ts").write_text("x\n")
+        (vault / f"v{index:02d}.txt").write_text("x\n")
+    (deep / "secret.txt").write_text("x\n")
+    (big / "named.ts").write_text("x\n")
+    (big / "ruled").mkdir()
+    os.link(big / "f00.ts", big / "f00-link.ts")  # several links, nothing denied about them
+    config = tmp_path / "user.toml"
+    config.write_text(f'version = 2\n'
+                      f'[[paths]]\nid = "deep"\npath = "{deep}/secret.txt"\npolicies = {{ read = "deny" }}\n'
+                      f'[[paths]]\nid = "named"\npath = "{big}/named.ts"\npolicies = {{ read = "deny" }}\n'
+                      f'[[paths]]\nid = "ruled"\npath = "{big}/ruled"\npolicies = {{ read = "request" }}\n'
+                      f'[[paths]]\nid = "vault"\npath = "{vault}"\npolicies = {{ read = "request" }}\n')
+    tools = FileTools([str(repo)], env={"ROOTGUARD_CONFIG": str(config), "HOME": str(tmp_path)})
+    tools.grants.add([("read", str(vault / "v03.txt")), ("read", str(vault / "v42.txt"))])
+    for directory in (big, vault, repo, big / "sub", deep, plain):
+        names = sorted(os.listdir(directory))
+        seen = [inspect(os.path.join(directory, n)) for n in names]
+        full = [engine(tools, "read", Target(os.path.join(directory, n), inode=i, nlink=k))
+                for n, (i, k) in zip(names, seen, strict=True)]
+        assert tools.policy.decide_children("read", str(directory), names, tools.grants, seen) == full, directory
+        if max(k for _, k in seen) <= 1:
+            assert tools.policy.decide_children("read", str(directory), names, tools.grants) == full, directory
+        entries = safe_io.list_directory(str(repo), os.path.relpath(directory, repo).replace(os.sep, "/")
+                                         if directory != repo else "", file_stats=tools.listing_needs_stats)
+        verdict, resolved = tools.peek(str(repo), os.path.relpath(directory, repo) if directory != repo else ".")
+        assert resolved is not None
+        assert tools.peek_entries(resolved, entries) == full, directory
+    vault_verdicts = dict(zip(sorted(os.listdir(vault)), tools.policy.decide_children(
+        "read", str(vault), sorted(os.listdir(vault)), tools.grants), strict=True))
+    assert vault_verdicts["v03.txt"] == vault_verdicts["v42.txt"] == "allow" and vault_verdicts["v04.txt"] == "request"
+    big_verdicts = dict(zip(sorted(os.listdir(big)), tools.policy.decide_children(
+        "read", str(big), sorted(os.listdir(big)), tools.grants), strict=True))
+    assert big_verdicts["named.ts"] == "deny" and big_verdicts["ruled"] == "request" and big_verdicts["f10.ts"] == "allow"
+    assert set(tools.policy.decide_children("read", str(plain), sorted(os.listdir(plain)), tools.grants)) == {"allow"}

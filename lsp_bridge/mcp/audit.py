@@ -102,26 +102,27 @@ class AuditLog:
             self._lock = os.open(self.path + ".lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
         fcntl.flock(self._lock, fcntl.LOCK_EX)
         try:
-            fd = self._current()
-            size = os.fstat(fd).st_size
+            fd, size = self._current()
             if size and size + len(line) > self.max_bytes:
                 self._rotate()
-                fd = self._current()
+                fd, _ = self._current()
             os.write(fd, line)
         finally:
             fcntl.flock(self._lock, fcntl.LOCK_UN)
 
-    def _current(self) -> int:
-        """The open log file, reopened when another process rotated it."""
+    def _current(self) -> tuple[int, int]:
+        """The open log file and its size, reopened when another process rotated it (under the lock:
+        the name's ``stat`` is the open file's while their inodes agree)."""
         try:
-            inode = os.stat(self.path).st_ino
+            info: os.stat_result | None = os.stat(self.path)
         except FileNotFoundError:
-            inode = None
-        if self._fd is None or inode != self._inode:
+            info = None
+        if self._fd is None or info is None or info.st_ino != self._inode:
             self._close_log()
             self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
-            self._inode = os.fstat(self._fd).st_ino
-        return self._fd
+            info = os.fstat(self._fd)
+            self._inode = info.st_ino
+        return self._fd, info.st_size
 
     def _rotate(self) -> None:
         self._close_log()

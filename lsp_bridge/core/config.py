@@ -41,7 +41,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from lsp_bridge.core.config_check import (  # noqa: F401 - re-exported: the configuration API
@@ -67,6 +66,7 @@ from lsp_bridge.core.config_files import (  # noqa: F401 - re-exported
 )
 from lsp_bridge.core.diagnostics import Diagnostic
 from lsp_bridge.core.paths import canonical
+from lsp_bridge.core.record import dataclass
 from lsp_bridge.core.settings import DENY_ALL, PROJECT_FILE_NAME, Config, Mount, PathRule
 from lsp_bridge.core.toml_positions import _error, _shown, parse_toml  # noqa: F401 - re-exported
 

@@ -13,13 +13,13 @@ from __future__ import annotations
 import os
 import posixpath
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import Any, Literal, cast
 
 from lsp_bridge.core.config_files import read_config_text
 from lsp_bridge.core.diagnostics import Diagnostic, Severity, has_errors
 from lsp_bridge.core.globs import GlobError, check_pattern
 from lsp_bridge.core.paths import canonical
+from lsp_bridge.core.record import dataclass, field
 from lsp_bridge.core.settings import VERDICTS, WORKTREE_MODES, Mount, PathRule, Source, Verdict
 from lsp_bridge.core.toml_positions import (
     KeyPath,

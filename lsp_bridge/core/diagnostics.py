@@ -8,8 +8,9 @@ The language server publishes these as LSP diagnostics, the CLI prints them as
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, field
 from typing import Any, Literal
+
+from lsp_bridge.core.record import dataclass, field
 
 Severity = Literal["error", "warning", "information", "hint"]
 

@@ -31,8 +31,9 @@ alternative (``{a}``). Bash-style ranges (``{1..3}``) expand like alternatives.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from typing import Any
+
+from lsp_bridge.core.record import dataclass
 
 MAX_ALTERNATIVES = 256
 _GLOB_CHARS = "*?[{"

@@ -26,7 +26,6 @@ import stat
 import sys
 import tempfile
 from collections.abc import MutableMapping
-from dataclasses import dataclass, field
 from typing import Any, NoReturn
 
 import tomlkit
@@ -37,6 +36,7 @@ from lsp_bridge.core.atomic import atomic_write
 from lsp_bridge.core.config import V1_SAFETY_DEFAULTS, parse_text, parse_toml, read_config_text, user_config_path
 from lsp_bridge.core.diagnostics import Diagnostic, has_errors
 from lsp_bridge.core.paths import canonical
+from lsp_bridge.core.record import dataclass, field
 
 TEMP_COMMENT = (
     "# migrated from [safety] allow_temp_directory: review; "

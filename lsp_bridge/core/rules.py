@@ -14,10 +14,10 @@ rule stands: a project file can make a decision stricter, never looser.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 
 from lsp_bridge.core.globs import GlobSet, literal_prefix
 from lsp_bridge.core.paths import PrefixIndex, depth, fold, is_within, relative_to
+from lsp_bridge.core.record import dataclass
 from lsp_bridge.core.scope import Scope
 from lsp_bridge.core.settings import STRICTNESS, Config, PathRule, Verdict
 

@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from lsp_bridge.core.config import ConfigKeeper, config_candidates
 from lsp_bridge.core.diagnostics import Diagnostic
+from lsp_bridge.core.record import dataclass, field
 from lsp_bridge.core.scope import Scope, build_scope
 from lsp_bridge.core.settings import DENY_ALL, Config
 

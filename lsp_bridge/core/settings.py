@@ -6,10 +6,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Literal
 
 from lsp_bridge.core.diagnostics import Diagnostic
+from lsp_bridge.core.record import dataclass, field
 
 Verdict = Literal["allow", "request", "deny"]
 WorktreeMode = Literal["include", "request", "ignore"]

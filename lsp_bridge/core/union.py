@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable
-from dataclasses import dataclass, field
 from typing import Any
 
 from lsp_bridge.core.diagnostics import Diagnostic
 from lsp_bridge.core.paths import PrefixIndex, canonical, fold, is_within
+from lsp_bridge.core.record import dataclass, field
 
 
 @dataclass(frozen=True)

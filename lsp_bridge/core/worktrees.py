@@ -66,12 +66,12 @@ import os
 import stat
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
 from functools import lru_cache
 from typing import Literal, NamedTuple
 
 from lsp_bridge.core.diagnostics import Diagnostic, Severity
 from lsp_bridge.core.paths import canonical, fold, is_within
+from lsp_bridge.core.record import dataclass
 
 Status = Literal["found", "none", "refused", "undecided"]
 Kind = Literal["main", "linked", "submodule", "bare"]

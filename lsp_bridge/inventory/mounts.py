@@ -17,11 +17,11 @@ import os
 import posixpath
 import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Literal
 
 from lsp_bridge.core.diagnostics import Diagnostic, Range
 from lsp_bridge.core.paths import canonical, fold, is_within, relative_to
+from lsp_bridge.core.record import dataclass, field
 from lsp_bridge.core.settings import Mount
 
 CONTAINER_ROOT = "/workspace"

@@ -20,7 +20,10 @@ import argparse
 import os
 import sys
 from collections.abc import Sequence
-from typing import NoReturn
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at start-up (core/record.py)
+if TYPE_CHECKING:
+    from typing import NoReturn
 
 EXIT_ALLOW, EXIT_DENY, EXIT_BAD_INPUT, EXIT_REQUEST = 0, 1, 2, 3
 EXIT_UNCONFINED = 125  # rootguard run: confinement cannot be set up (lsp_bridge.sandbox.runner)
@@ -452,7 +455,10 @@ class _Parser(argparse.ArgumentParser):
 
     run_mode = False  # set on the top-level parser when the command is ``run``
 
-    def __init__(self, *args, **kwargs) -> None:
+    def __init__(self, *args, listed_only: bool = False, **kwargs) -> None:
+        if listed_only:  # a command that is not being run: only its name and help line are used
+            self.prog = kwargs["prog"]
+            return
         kwargs.setdefault("formatter_class", _Formatter)
         super().__init__(*args, **kwargs)
 
@@ -481,7 +487,11 @@ class _Absorb:
 class _OnlyOne:
     """Every command is registered (so the names, the choices and their errors stay the same),
     but only ``only``'s options are built: building them all costs more than a command's own
-    work (``roots``, ``check``). ``only=None``: all of them (``rootguard --help``)."""
+    work (``roots``, ``check``). ``only=None``: all of them (``rootguard --help``).
+
+    The others are names in the list only: argparse never parses with a command's parser
+    unless that command is the one given, which is ``only``, so theirs is not even set up
+    (setting up an ``ArgumentParser`` looks its message catalogue up on disk several times)."""
 
     def __init__(self, sub, only: str | None) -> None:
         self.sub, self.only = sub, only
@@ -489,8 +499,12 @@ class _OnlyOne:
     def add_parser(self, name: str, **kwargs):
         if self.only is None or name == self.only:
             return self.sub.add_parser(name, **kwargs)
-        self.sub.add_parser(name, help=kwargs.get("help"), add_help=False)
+        self.listed(name, kwargs.get("help"))
         return _Absorb()
+
+    def listed(self, name: str, text: str | None) -> None:
+        """``name`` in the list and the choices, with no parser of its own (never run)."""
+        self.sub.add_parser(name, help=text, add_help=False, listed_only=True)
 
 
 def _parser(only: str | None = None) -> _Parser:
@@ -606,7 +620,7 @@ def _parser(only: str | None = None) -> _Parser:
     p.set_defaults(run=cmd_probe)
 
     for name, (_, text, _) in DELEGATED.items():  # listed for --help; main() dispatches them
-        sub.add_parser(name, help=text, add_help=False)
+        sub.listed(name, text)
     return parser
 
 

@@ -10,10 +10,9 @@ from __future__ import annotations
 
 import contextlib
 import sys
-import threading
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at start-up (core/record.py)
 if TYPE_CHECKING:
     from rich.status import Status
 
@@ -25,6 +24,8 @@ def progress(title: str, *, enabled: bool = True) -> Iterator[Callable[[str], No
     if not (enabled and sys.stderr.isatty()):
         yield _ignore
         return
+    import threading
+
     from rich.console import Console
 
     console = Console(stderr=True)

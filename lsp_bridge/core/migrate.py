@@ -26,7 +26,6 @@ import stat
 import sys
 import tempfile
 from collections.abc import MutableMapping
-from typing import Any, NoReturn
 
 import tomlkit
 from tomlkit import TOMLDocument
@@ -37,6 +36,10 @@ from lsp_bridge.core.config import V1_SAFETY_DEFAULTS, parse_text, parse_toml, r
 from lsp_bridge.core.diagnostics import Diagnostic, has_errors
 from lsp_bridge.core.paths import canonical
 from lsp_bridge.core.record import dataclass, field
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at start-up (core/record.py)
+if TYPE_CHECKING:
+    from typing import Any, NoReturn
 
 TEMP_COMMENT = (
     "# migrated from [safety] allow_temp_directory: review; "

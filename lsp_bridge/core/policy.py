@@ -43,14 +43,19 @@ import os
 import stat
 from collections.abc import Container, Iterable, Sequence
 from itertools import repeat
-from typing import Any
 
 from lsp_bridge.core.paths import CASE_INSENSITIVE, fold, is_within, realpath
 from lsp_bridge.core.protected import ProtectedAreas, default_areas, protected_reason
 from lsp_bridge.core.record import dataclass, field, replace
 from lsp_bridge.core.rules import CompiledRule, RuleSet
 from lsp_bridge.core.scope import Scope
-from lsp_bridge.core.settings import STRICTNESS, Config, PathRule, Verdict
+from lsp_bridge.core.settings import STRICTNESS, Config, PathRule
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at start-up (core/record.py)
+if TYPE_CHECKING:
+    from typing import Any
+
+    from lsp_bridge.core.settings import Verdict
 
 _ = PathRule  # re-exported for callers building rules
 

@@ -14,6 +14,13 @@ The standard functions keep working on these classes: ``dataclasses.fields``,
 ``replace``, ``asdict`` and ``is_dataclass`` find a ``__dataclass_fields__`` that
 is built (by ``dataclasses`` itself) the first time something asks for it. Type
 checkers see ``dataclasses.dataclass`` itself.
+
+For the same reason the few pieces of ``typing`` that core uses at run time are here
+in run-time form (``typing`` costs ~2 ms to import, a fifth of a bare interpreter's
+start): ``NamedTuple`` (the class syntax, built by ``collections.namedtuple``),
+``Generic``/``TypeVar`` (subscripting a generic class at run time gives the class),
+``cast`` and ``lazy_literals`` (a module's ``Literal`` aliases, built by ``typing``
+the first time another module asks for one). Type checkers see ``typing``'s.
 """
 
 from __future__ import annotations
@@ -21,7 +28,11 @@ from __future__ import annotations
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (mypy treats the name alike)
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from dataclasses import FrozenInstanceError, dataclass, field, replace
+    from typing import Any, Generic, NamedTuple, TypeVar, cast
+
+    def lazy_literals(module: str, **aliases: tuple[str, ...]) -> Callable[[str], Any]: ...
 else:
     from operator import attrgetter
 
@@ -189,5 +200,56 @@ else:
             type.__setattr__(owner, "__dataclass_params__", shadow.__dataclass_params__)
             return fields
 
+    # -- typing's run-time pieces ------------------------------------------------
 
-__all__ = ["FrozenInstanceError", "dataclass", "field", "replace"]
+    class _NamedTupleMeta(type):
+        def __new__(mcls, name, bases, namespace):
+            if not bases:  # NamedTuple itself
+                return super().__new__(mcls, name, bases, namespace)
+            from collections import namedtuple
+
+            names = [n for n in namespace.get("__annotations__", {})]
+            defaults = [namespace[n] for n in names if n in namespace]
+            cls = namedtuple(name, names, defaults=defaults, module=namespace.get("__module__"))
+            for key, value in namespace.items():
+                if key not in names and key not in ("__annotations__", "__module__", "__qualname__", "__doc__"):
+                    setattr(cls, key, value)
+            cls.__qualname__ = namespace.get("__qualname__", name)
+            if namespace.get("__doc__"):
+                cls.__doc__ = namespace["__doc__"]
+            cls.__annotations__ = dict(namespace.get("__annotations__", {}))
+            return cls
+
+    class NamedTuple(metaclass=_NamedTupleMeta):
+        """``class X(NamedTuple): a: int`` as ``typing`` builds it (a ``collections.namedtuple``)."""
+
+    class Generic:
+        """A base that a run-time subscript (``PrefixIndex[V]``) leaves as it is."""
+
+        def __class_getitem__(cls, _item):
+            return cls
+
+    def TypeVar(name, *_args, **_kwargs):  # noqa: N802 - typing's name
+        return name
+
+    def cast(_type, value):
+        return value
+
+    def lazy_literals(module, **aliases):
+        """A module ``__getattr__`` giving ``Literal[values]`` for each alias, built on first use."""
+
+        def __getattr__(name):
+            if name not in aliases:
+                raise AttributeError(f"module {module!r} has no attribute {name!r}")
+            import sys
+            from typing import Literal
+
+            built = Literal[aliases[name]]
+            setattr(sys.modules[module], name, built)
+            return built
+
+        return __getattr__
+
+
+__all__ = ["FrozenInstanceError", "Generic", "NamedTuple", "TypeVar", "cast", "dataclass", "field",
+           "lazy_literals", "replace"]

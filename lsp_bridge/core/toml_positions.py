@@ -10,14 +10,20 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from typing import Any
 
 from lsp_bridge.core.diagnostics import Diagnostic, Range
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at start-up (core/record.py)
+if TYPE_CHECKING:
+    from typing import Any
 
 _BARE_KEY = re.compile(r"[A-Za-z0-9_-]+")
 _BARE_VALUE = re.compile(r"[^,\]}\n#]*")
 
-KeyPath = tuple[Any, ...]  # of str (keys) and int (array indexes)
+if TYPE_CHECKING:
+    KeyPath = tuple[Any, ...]  # of str (keys) and int (array indexes)
+else:
+    KeyPath = tuple
 
 class _Locator:
     """Where keys and values sit in a TOML text, found by a small scanner.

@@ -18,9 +18,9 @@ import re
 import subprocess
 import threading
 from collections.abc import Callable
-from typing import TypeVar
 
 from lsp_bridge.core.git import git_env
+from lsp_bridge.core.record import TypeVar
 from lsp_bridge.inventory.model import Renamed
 from lsp_bridge.inventory.secrets import is_credential_name
 

@@ -17,12 +17,15 @@ import os
 import posixpath
 import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from typing import Literal
 
 from lsp_bridge.core.diagnostics import Diagnostic, Range
 from lsp_bridge.core.paths import canonical, fold, is_within, relative_to
 from lsp_bridge.core.record import dataclass, field
 from lsp_bridge.core.settings import Mount
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at start-up (core/record.py)
+if TYPE_CHECKING:
+    from typing import Literal
 
 CONTAINER_ROOT = "/workspace"
 STORE_PARTS = ("node_modules", ".pnpm")

@@ -13,7 +13,6 @@ import os
 import re
 import stat
 import threading
-from typing import Any
 
 MAX_SCAN_BYTES = 1 << 20  # larger files are judged by name only
 _SNIFF_BYTES = 8192
@@ -322,6 +321,10 @@ _PLACEHOLDER = re.compile(
     r"<[^>]*>|\$\{[^}]*\}|\$[A-Za-z_][A-Za-z0-9_]*|.*x{6,}.*|.*example.*)$",
     re.IGNORECASE,
 )
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at start-up (core/record.py)
+if TYPE_CHECKING:
+    from typing import Any
 # ``.env.example`` and friends hold sample values: only a value with a known secret
 # shape (a detector hit) counts there, never a name-based guess.
 _EXAMPLE_FILE = re.compile(r"(?:^|[._\-])(?:example|sample|template|dist|tmpl|tpl)(?:$|[._\-])",

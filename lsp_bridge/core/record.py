@@ -7,7 +7,8 @@ compiles six methods per frozen class (``exec``, 0.5-0.9 ms a class). This drop-
 keeps the same class statements and the same behaviour for what the package uses
 (``frozen``, defaults, ``field(default=, default_factory=, init=, repr=, compare=)``,
 ``__post_init__``) and builds a class with one small compiled ``__init__`` (so
-creating an instance costs what a dataclass's costs) and shared ``__repr__``,
+creating an instance costs what a dataclass's costs; compiled once a class has made a
+few instances, as a short command makes only a handful) and shared ``__repr__``,
 ``__eq__``, ``__hash__`` and frozen ``__setattr__``/``__delattr__``.
 
 The standard functions keep working on these classes: ``dataclasses.fields``,
@@ -20,7 +21,8 @@ in run-time form (``typing`` costs ~2 ms to import, a fifth of a bare interprete
 start): ``NamedTuple`` (the class syntax, built by ``collections.namedtuple``),
 ``Generic``/``TypeVar`` (subscripting a generic class at run time gives the class),
 ``cast`` and ``lazy_literals`` (a module's ``Literal`` aliases, built by ``typing``
-the first time another module asks for one). Type checkers see ``typing``'s.
+the first time another module asks for one). Type checkers see ``typing``'s. And
+``lazy_pattern``: a module-level regular expression compiled on first use.
 """
 
 from __future__ import annotations
@@ -28,11 +30,14 @@ from __future__ import annotations
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (mypy treats the name alike)
 
 if TYPE_CHECKING:
+    import re
     from collections.abc import Callable
     from dataclasses import FrozenInstanceError, dataclass, field, replace
     from typing import Any, Generic, NamedTuple, TypeVar, cast
 
     def lazy_literals(module: str, **aliases: tuple[str, ...]) -> Callable[[str], Any]: ...
+
+    def lazy_pattern(pattern: str, flags: int = 0) -> re.Pattern[str]: ...
 else:
     from operator import attrgetter
 
@@ -96,7 +101,7 @@ else:
             specs.append((name, spec))
 
         if "__init__" not in own:
-            cls.__init__ = _init_function(cls, specs, frozen)
+            cls.__init__ = _deferred_init(cls, specs, frozen)
         if "__repr__" not in own:
             cls.__repr__ = _repr
         compared = tuple(name for name, spec in specs if spec.compare)
@@ -122,6 +127,53 @@ else:
             cls.__match_args__ = tuple(name for name, spec in specs if spec.init)
         cls.__dataclass_fields__ = _LazyFields()
         return cls
+
+    _COMPILE_AFTER = 16  # instances made through the shared __init__ before a class gets its own
+
+    def _deferred_init(cls, specs, frozen):
+        """The class's ``__init__`` until it has made a few instances: one shared, uncompiled
+        binding of the arguments (a short command makes a handful of instances of a dozen
+        classes, and compiling each class's ``__init__`` would cost more than all of them);
+        then the class's own compiled one (as fast as a dataclass's) replaces it. Any
+        argument that does not bind goes to the compiled one, which raises the TypeError
+        Python raises for a function of those parameters."""
+        names = tuple(name for name, spec in specs if spec.init)
+        accepted = frozenset(names)
+        setter = _set if frozen else setattr
+        post_init = "__post_init__" in cls.__dict__
+        made = [0]
+
+        def compiled():
+            init = _init_function(cls, specs, frozen)
+            type.__setattr__(cls, "__init__", init)
+            return init
+
+        def __init__(self, *args, **kwargs):
+            made[0] += 1
+            if made[0] > _COMPILE_AFTER or len(args) > len(names):
+                return compiled()(self, *args, **kwargs)
+            values = dict(zip(names, args, strict=False))
+            for name in kwargs:
+                if name in values or name not in accepted:
+                    return compiled()(self, *args, **kwargs)
+            values.update(kwargs)
+            for name, spec in specs:
+                if name in values:
+                    value = values[name]
+                elif spec.default_factory is not _MISSING:
+                    value = spec.default_factory()
+                elif spec.default is not _MISSING:
+                    value = spec.default
+                elif spec.init:
+                    return compiled()(self, *args, **kwargs)  # a missing argument
+                else:
+                    continue  # init=False, no default: set by __post_init__
+                setter(self, name, value)
+            if post_init:
+                self.__post_init__()
+
+        __init__.__qualname__ = f"{cls.__qualname__}.__init__"
+        return __init__
 
     def _init_function(cls, specs, frozen):
         params, lines = [], []
@@ -250,6 +302,27 @@ else:
 
         return __getattr__
 
+    class _LazyPattern:
+        """``re.compile(pattern, flags)``, compiled when first used (a module's patterns cost
+        ~0.1 ms each at import, and a short command uses few of them)."""
+
+        def __init__(self, pattern, flags):
+            self._args = (pattern, flags)
+
+        def __getattr__(self, name):
+            import re
+
+            compiled = re.compile(*self._args)
+            for method in ("match", "fullmatch", "search", "sub", "subn", "split", "findall", "finditer"):
+                self.__dict__[method] = getattr(compiled, method)
+            return getattr(compiled, name)
+
+        def __repr__(self):
+            return f"lazy_pattern({self._args[0]!r}, {self._args[1]!r})"
+
+    def lazy_pattern(pattern, flags=0):
+        return _LazyPattern(pattern, flags)
+
 
 __all__ = ["FrozenInstanceError", "Generic", "NamedTuple", "TypeVar", "cast", "dataclass", "field",
-           "lazy_literals", "replace"]
+           "lazy_literals", "lazy_pattern", "replace"]

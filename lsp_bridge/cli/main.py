@@ -57,6 +57,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if argv and argv[0] in DELEGATED:  # these parse their own options, --help included
             return _delegate(argv[0], argv[1:])
+        _untranslated_where_no_catalogue()
         parser = _parser(only=argv[0] if argv and not argv[0].startswith("-") else None)
         parser.run_mode = argv[:1] == ["run"]  # its usage errors are 125
         args = parser.parse_args(argv)
@@ -424,6 +425,26 @@ def _version() -> str:
         from lsp_bridge import __version__
 
         return __version__
+
+
+def _untranslated_where_no_catalogue() -> None:
+    """argparse passes each of its messages through ``gettext``, which looks on disk for a
+    catalogue for every message and, the first time, imports ``locale`` to expand the
+    language names (~1 ms together, a tenth of a bare interpreter's start). Where the
+    interpreter has no catalogue directory at all (gettext's default one; the CLI binds no
+    other), every lookup returns the message unchanged, so argparse is given that answer
+    directly. Where the directory exists, argparse translates as it always does."""
+    if argparse._ is not _identity and not os.path.isdir(os.path.join(sys.base_prefix, "share", "locale")):
+        argparse._ = _identity  # type: ignore[attr-defined]
+        argparse.ngettext = _plural  # type: ignore[attr-defined]
+
+
+def _identity(message: str) -> str:
+    return message
+
+
+def _plural(singular: str, plural: str, n: int) -> str:
+    return singular if n == 1 else plural  # gettext's answer without a catalogue
 
 
 def _columns() -> int:

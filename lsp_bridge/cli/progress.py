@@ -26,18 +26,17 @@ def progress(title: str, *, enabled: bool = True) -> Iterator[Callable[[str], No
         return
     import threading
 
-    from rich.console import Console
-
-    console = Console(stderr=True)
     message = [title]
     shown: list[Status] = []  # the spinner, once DELAY has passed
     lock = threading.Lock()
     stopped = threading.Event()
 
-    def show() -> None:
+    def show() -> None:  # rich is imported here, once the work has taken DELAY (~50 ms to import)
         with lock:
             if not shown and not stopped.is_set():
-                shown.append(console.status(message[0]))
+                from rich.console import Console
+
+                shown.append(Console(stderr=True).status(message[0]))
                 shown[0].start()
 
     def update(text: str) -> None:

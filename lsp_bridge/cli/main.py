@@ -434,7 +434,7 @@ def _untranslated_where_no_catalogue() -> None:
     interpreter has no catalogue directory at all (gettext's default one; the CLI binds no
     other), every lookup returns the message unchanged, so argparse is given that answer
     directly. Where the directory exists, argparse translates as it always does."""
-    if argparse._ is not _identity and not os.path.isdir(os.path.join(sys.base_prefix, "share", "locale")):
+    if argparse._ is not _identity and not os.path.isdir(os.path.join(sys.base_prefix, "share", "locale")):  # type: ignore[attr-defined]
         argparse._ = _identity  # type: ignore[attr-defined]
         argparse.ngettext = _plural  # type: ignore[attr-defined]
 

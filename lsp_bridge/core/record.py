@@ -310,11 +310,13 @@ else:
             self._args = (pattern, flags)
 
         def __getattr__(self, name):
-            import re
+            compiled = self.__dict__.get("_compiled")
+            if compiled is None:
+                import re
 
-            compiled = re.compile(*self._args)
-            for method in ("match", "fullmatch", "search", "sub", "subn", "split", "findall", "finditer"):
-                self.__dict__[method] = getattr(compiled, method)
+                compiled = self.__dict__["_compiled"] = re.compile(*self._args)
+                for method in ("match", "fullmatch", "search", "sub", "subn", "split", "findall", "finditer"):
+                    self.__dict__[method] = getattr(compiled, method)
             return getattr(compiled, name)
 
         def __repr__(self):

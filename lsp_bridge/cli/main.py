@@ -17,10 +17,11 @@ To add a command: write ``cmd_name(args) -> int`` and register it in ``_parser``
 from __future__ import annotations
 
 import argparse
-import gc
 import os
 import sys
 from collections.abc import Sequence
+
+from lsp_bridge.cli.start import COLLECTOR
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at start-up (core/record.py)
 if TYPE_CHECKING:
@@ -55,9 +56,10 @@ EXTRA_MODULES = {"tray": ("PySide6", "shiboken6"), "mcp": ("mcp", "anyio", "pyda
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    collector = _Collector()
+    collector = COLLECTOR  # paused by the entry point (cli/start.py) or here
     try:
         if argv and argv[0] in DELEGATED:  # these parse their own options, --help included
+            collector.release()  # long-running servers: the collector as Python sets it
             return _delegate(argv[0], argv[1:])
         collector.pause()
         _untranslated_where_no_catalogue()
@@ -90,43 +92,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 # Commands whose work is bounded (no tree walk: a few small files and system calls):
-# the cyclic garbage collector stays off for the whole command (see _Collector).
+# the cyclic garbage collector stays paused for the whole command (cli/start.py).
 BOUNDED = frozenset({"roots", "check"})
-
-
-class _Collector:
-    """The cyclic garbage collector paused while a command starts.
-
-    Start-up (imports, classes, the parser) allocates tens of thousands of objects that
-    live until the process ends, so the collections it triggers find nothing to free
-    (about a dozen of them, 1.5-2 ms: a sixth of a bare interpreter's start). The
-    collector is paused for start-up and resumed before any command's work, with what
-    start-up built moved out of its way (``gc.freeze``); the ``BOUNDED`` commands finish
-    with it paused. ``main`` leaves it as it found it (``restore``), for callers that
-    stay running (the tests call ``main`` in their own process)."""
-
-    def __init__(self) -> None:
-        self.paused = self.frozen = False
-
-    def pause(self) -> None:
-        if gc.isenabled():
-            gc.disable()
-            self.paused = True
-
-    def resume(self) -> None:
-        if self.paused:
-            self.paused = False
-            gc.freeze()
-            self.frozen = True
-            gc.enable()
-
-    def restore(self) -> None:
-        if self.paused:
-            self.paused = False
-            gc.enable()
-        if self.frozen:
-            self.frozen = False
-            gc.unfreeze()
 
 
 def _delegate(name: str, rest: list[str]) -> int:

@@ -146,7 +146,7 @@ def main() -> int:
     finally:
         os.close(follower)
         os.close(leader)
-    print(f"{'  same, stderr a terminal':<46} | {o:>8.3f} | {b:>10.3f} | {r:>6.2f}x | <= 2.5x")
+    print(f"{'rootguard roots DIR, stderr a terminal':<46} | {o:>8.3f} | {b:>10.3f} | {r:>6.2f}x | <= 2.5x")
 
     # In process: the same work with the imports (and the detect-secrets patterns) loaded.
     os.environ["XDG_CACHE_HOME"] = cache

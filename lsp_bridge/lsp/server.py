@@ -44,6 +44,7 @@ ACKNOWLEDGE = "rootguard/acknowledge"
 TRACE = "rootguard/trace"
 MIGRATE_COMMAND = "rootguard.migrateConfig"
 ACKNOWLEDGE_COMMAND = "rootguard.acknowledge"
+GC_FALLBACK = 5.0  # seconds after initialize: the collector is back on even if no initialized came
 WATCH_AFTER = 0.1  # seconds: a widening's new watches wait for its scan at most this long
 SHOW_REPORT = "Show report"
 ACKNOWLEDGE_ACTION = "Acknowledge"
@@ -757,6 +758,19 @@ def on_initialize(ls: RootGuardServer, params: types.InitializeParams) -> None:
     if params.client_info and params.client_info.name:
         ls.client_name = params.client_info.name[:200]
     log.info("initialize from %s with %d folder(s)", ls.client_name, len(ls.folders))
+    asyncio.get_running_loop().call_later(GC_FALLBACK, collect_garbage_again)  # no initialized: not off for ever
+
+
+def collect_garbage_again() -> None:
+    """Turn the garbage collector back on (``stdio.main`` keeps it off until the first status).
+
+    What was imported until now lives as long as the process: frozen, so no
+    full collection walks it. Harmless when the collector is already on."""
+    import gc
+
+    if not gc.isenabled():
+        gc.freeze()
+        gc.enable()
 
 
 @server.feature(types.INITIALIZED)
@@ -765,6 +779,7 @@ async def on_initialized(ls: RootGuardServer, params: types.InitializedParams) -
     since = time.time_ns()
     change = ls.tracker.set_folders(ls.folders, initial=True)
     ls.send_status()  # what the user waits for: nothing else before it
+    collect_garbage_again()
     if change.widened:
         ls._start_inventory()
     ls._spawn(ls.after_first_status(change.widened, since))

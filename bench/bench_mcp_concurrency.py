@@ -1,12 +1,15 @@
 """Does a long ``search_files`` hold the other calls? ``read_file`` latency through ``rootguard mcp``,
 alone (the baseline) and while a slow search runs on the same session, in one run.
 
-Usage: .venv/bin/python bench/bench_mcp_concurrency.py [--files 20000] [--reads 20] [--code DIR]
+Usage: .venv/bin/python bench/bench_mcp_concurrency.py [--files 20000] [--reads 20] [--code DIR] [--dir DIR]
 
 It builds a repository of ``--files`` small files, starts the real server over stdio
 with the mcp SDK client, measures ``--reads`` sequential ``read_file`` calls alone,
 then the same reads while one ``search_files`` (a text query over every file) runs.
-The audit log goes to a temporary state directory, never the user's.
+``--dir DIR`` serves an existing tree instead (nothing is written there): the
+reads are of its first small file the server lets an agent read, the search
+covers the whole tree. The audit log goes to a temporary state directory, never
+the user's.
 """
 
 from __future__ import annotations
@@ -35,41 +38,67 @@ def build(root: Path, files: int) -> None:
     (root / "small.txt").write_text("hello\n")
 
 
-async def reads(client, count: int) -> list[float]:
+async def readable(client, root: Path, project: str) -> str:
+    """The first file of at most 8 KB under ``root`` that the server lets an agent read."""
+    tried = 0
+    for folder, dirs, files in os.walk(root):
+        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+        for name in sorted(files):
+            path = Path(folder) / name
+            if name.startswith(".") or not path.is_file() or path.stat().st_size > 8192:
+                continue
+            rel = str(path.relative_to(root))
+            result = await client.call_tool("read_file", {"project_id": project, "relative_path": rel})
+            if not result.is_error:
+                return rel
+            tried += 1
+            if tried > 50:
+                break
+    sys.exit(f"{root}: no small file the server lets an agent read")
+
+
+async def reads(client, count: int, project: str = "repo", rel: str = "small.txt") -> list[float]:
     times = []
     for _ in range(count):
         start = time.perf_counter()
-        result = await client.call_tool("read_file", {"project_id": "repo", "relative_path": "small.txt"})
+        result = await client.call_tool("read_file", {"project_id": project, "relative_path": rel})
         assert not result.is_error, result
         times.append(time.perf_counter() - start)
     return times
 
 
-async def main_async(files: int, count: int, code: str) -> None:
+async def main_async(files: int, count: int, code: str, tree: str | None) -> None:
     with tempfile.TemporaryDirectory() as scratch:
         base = Path(os.path.realpath(scratch))
-        root = base / "repo"
-        root.mkdir()
-        build(root, files)
+        if tree:
+            root = Path(os.path.realpath(tree))
+            files = sum(len(names) for _, _, names in os.walk(root))
+        else:
+            root = base / "repo"
+            root.mkdir()
+            build(root, files)
         env = {k: v for k, v in os.environ.items() if k in ("PATH", "HOME")}
         env.update(PYTHONPATH=code, XDG_STATE_HOME=str(base / "state"), XDG_CONFIG_HOME=str(base / "cfg"))
         params = StdioServerParameters(command=sys.executable, env=env, cwd=str(base),
                                        args=["-m", "lsp_bridge.cli.main", "mcp", "--no-tray", "--root", str(root)])
         async with Client(params) as client:
-            await reads(client, 3)  # warm up
-            alone = await reads(client, count)
+            projects = await client.call_tool("list_projects", {})
+            project = projects.structured_content["projects"][0]["project_id"] if tree else "repo"
+            rel = await readable(client, root, project) if tree else "small.txt"
+            await reads(client, 3, project, rel)  # warm up
+            alone = await reads(client, count, project, rel)
             search_time = []
 
             async def search() -> None:
                 start = time.perf_counter()
-                await client.call_tool("search_files", {"project_id": "repo", "query": "no such text",
+                await client.call_tool("search_files", {"project_id": project, "query": "no such text",
                                                         "max_results": 1})
                 search_time.append(time.perf_counter() - start)
 
             async with anyio.create_task_group() as group:
                 group.start_soon(search)
                 await anyio.sleep(0.05)
-                during = await reads(client, count)
+                during = await reads(client, count, project, rel)
         print(f"files: {files}, one search_files over them took {search_time[0]:.2f} s")
         print(f"read_file alone (baseline):       median {statistics.median(alone) * 1000:7.1f} ms, "
               f"max {max(alone) * 1000:7.1f} ms")
@@ -83,8 +112,11 @@ def main() -> None:
     parser.add_argument("--reads", type=int, default=20)
     parser.add_argument("--code", default=str(REPO), help="the checkout whose server runs (e.g. an export of "
                                                           "an older commit, to compare)")
+    parser.add_argument("--dir", help="an existing tree to serve instead of the built one")
     args = parser.parse_args()
-    anyio.run(main_async, args.files, args.reads, args.code)
+    if args.dir and not os.path.isdir(args.dir):
+        parser.error(f"--dir {args.dir}: not a directory")
+    anyio.run(main_async, args.files, args.reads, args.code, args.dir)
 
 
 if __name__ == "__main__":

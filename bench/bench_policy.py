@@ -13,6 +13,10 @@ Two engine figures: the verdict (``decide_granted``: the compiled fast path
 that listings, searches and filters use, decided from each directory's anchors)
 and the full ``Decision`` with its rule and reason (``decide_target``).
 
+``--dir DIR`` decides a real tree instead: the rules sit on DIR's first N
+directories (breadth first, ``.git`` skipped) and the paths decided are 2,000 of
+its files plus paths beside and outside them; nothing is written there.
+
 Targets (issue 15): the verdict >= 1x naive at 10 rules, still flat to 10,000;
 >= 100k decisions/s at 1,000 rules.
 """
@@ -42,6 +46,31 @@ def build(base: Path, n: int):
         d.mkdir(parents=True, exist_ok=True)
         (d / "index.ts").write_text("x")
         roots.append(os.path.realpath(d.parent))
+    return engine_and_paths(base, roots, n)
+
+
+def from_tree(tree: str, n: int):
+    """DIR's first ``n`` directories as the rules' roots, and 2,000 of its files among the paths."""
+    roots: list[str] = []
+    files: list[str] = []
+    queue = [os.path.realpath(tree)]
+    while queue and (len(roots) < n or len(files) < 2000):
+        current = queue.pop(0)
+        roots.append(current)
+        try:
+            with os.scandir(current) as entries:
+                for entry in entries:
+                    if entry.is_dir(follow_symlinks=False) and entry.name != ".git":
+                        queue.append(entry.path)
+                    elif entry.is_file(follow_symlinks=False) and len(files) < 2000:
+                        files.append(entry.path)
+        except OSError:
+            continue
+    roots = roots[1:n + 1] or roots[:1]  # the tree itself would cover every other rule
+    return engine_and_paths(Path(tree), roots, n, files)
+
+
+def engine_and_paths(base: Path, roots: list[str], n: int, files: list[str] = ()):
     rules = []
     for i, root in enumerate(roots):
         includes = ("src/**", "*.json") if i % 2 else ()
@@ -50,8 +79,8 @@ def build(base: Path, n: int):
     union = compute_union(Candidate(r) for r in roots)
     policy = Policy(Scope(tuple(roots), union), [(roots[0], Config(paths=tuple(rules)))])
     rng = random.Random(n)
-    paths = []
-    for _ in range(2000):
+    paths = list(files)
+    for _ in range(2000 - len(paths) // 2):
         root = rng.choice(roots)
         paths.append(rng.choice([f"{root}/src/index.ts", f"{root}/src/deep/er/file.ts", f"{root}/package.json",
                                  f"{root}/.env", f"{root}-evil/src/x.ts", f"{base}/elsewhere/{rng.random()}"]))
@@ -77,14 +106,19 @@ def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--seconds", type=float, default=1.0)
     parser.add_argument("--rules", type=int, nargs="+", default=[10, 1000, 10000])
+    parser.add_argument("--dir", help="decide this existing tree's files (rules on its directories)")
     args = parser.parse_args()
+    if args.dir and not os.path.isdir(args.dir):
+        parser.error(f"--dir {args.dir}: not a directory")
     print(f"{'roots/rules':>11} | {'verdict dec/s':>13} | {'Decision dec/s':>14} | {'naive dec/s':>12} | "
           f"{'verdict/naive':>13} | {'Decision/naive':>14} | {'decide() with I/O':>17}")
     print("-" * 112)
     with tempfile.TemporaryDirectory() as tmp:
         base = Path(os.path.realpath(tmp))
         for n in args.rules:
-            roots, policy, paths = build(base, n)
+            roots, policy, paths = from_tree(args.dir, n) if args.dir else build(base, n)
+            if len(roots) < n:
+                print(f"{n:>11} | {args.dir} has only {len(roots)} directories: measured with that many rules")
             targets = {p: Target(p) for p in paths}
             for p in paths:  # the fast path and the full engine agree on every path measured
                 full = policy.decide_batch([("read", targets[p])]).results[0].verdict

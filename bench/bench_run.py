@@ -12,7 +12,10 @@ Two measurements, in interleaved rounds so machine load hits every variant alike
 Bytecode is cached in a temporary ``PYTHONPYCACHEPREFIX`` (as an installed
 package has it), warmed by one untimed run.
 
-Run: ``.venv/bin/python bench/bench_run.py [--rounds N]``
+``--dir DIR`` measures an existing tree instead of building the demo (the
+narrow root is then DIR itself; nothing is written there).
+
+Run: ``.venv/bin/python bench/bench_run.py [--rounds N] [--dir DIR]``
 Targets: start-up within 150 ms of bare bubblewrap; the file-heavy command within 1.2x.
 """
 
@@ -27,6 +30,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import types
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -65,7 +69,10 @@ def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--rounds", type=int, default=15)
     parser.add_argument("--files", type=int, default=61_000)
+    parser.add_argument("--dir", help="an existing tree to walk instead of the built demo")
     args = parser.parse_args()
+    if args.dir and not os.path.isdir(args.dir):
+        parser.error(f"--dir {args.dir}: not a directory")
     bwrap = shutil.which("bwrap")
     if bwrap is None:
         print("bench: bubblewrap is not installed (scripts/bootstrap.sh installs it)")
@@ -77,9 +84,15 @@ def main() -> int:
         env["ROOTGUARD_CONFIG"] = os.path.join(base, "config.toml")
         with open(env["ROOTGUARD_CONFIG"], "w") as handle:
             handle.write("version = 2\n")
-        started = time.perf_counter()
-        demo = build_large_monorepo(os.path.join(base, "demo"), total_files=args.files, commits=20)
-        print(f"built {args.files} files in {time.perf_counter() - started:.1f} s: {demo.repo}")
+        if args.dir:
+            tree = os.path.realpath(args.dir)
+            demo = types.SimpleNamespace(repo=tree, narrow=tree)
+            args.files = sum(len(files) for _, _, files in os.walk(tree))
+            print(f"measuring {tree}: {args.files} files")
+        else:
+            started = time.perf_counter()
+            demo = build_large_monorepo(os.path.join(base, "demo"), total_files=args.files, commits=20)
+            print(f"built {args.files} files in {time.perf_counter() - started:.1f} s: {demo.repo}")
 
         startup = measure({
             "bwrap --ro-bind / / true": [bwrap, "--ro-bind", "/", "/", "true"],

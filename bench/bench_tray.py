@@ -6,7 +6,9 @@ Starts a real tray (``python -m tray --headless --auto-answer allow_once``) on a
 private socket and drives it with the client library (``tray/client.py``). The
 baseline is a bare asyncio unix-socket server speaking the same frames with no
 broker logic, measured with the same clients in the same run: the cost of the
-socket and JSON alone. Target: tray p50 <= 5 ms. Also checks that every request
+socket and JSON alone. ``--dir DIR`` makes the roots and the requested files
+DIR and its real files (the frames then carry real path lengths; nothing is
+read or written there). Target: tray p50 <= 5 ms. Also checks that every request
 got exactly one decision, its own, and that none was lost.
 """
 
@@ -62,15 +64,20 @@ async def baseline_server(path: str) -> None:
 # Load
 
 
+TREE: tuple[str, list[str]] | None = None  # --dir: the root and its files' relative paths
+
+
 async def one_client(n: int, sock: str, requests: int) -> tuple[list[float], list[tuple[str, str, str]], int]:
-    client = TrayClient(f"bench-{n}", "bench", [f"/bench/{n}"], socket=sock, reconnect=False)
+    root = TREE[0] if TREE else f"/bench/{n}"
+    client = TrayClient(f"bench-{n}", "bench", [root], socket=sock, reconnect=False)
     if not await client.start():
         raise SystemExit(f"client {n} could not connect to {sock}")
-    await client.publish_status({"roots": [f"/bench/{n}"], "union": [f"/bench/{n}"], "widened": False})
+    await client.publish_status({"roots": [root], "union": [root], "widened": False})
     times, answers = [], []
     for i in range(requests):
         rid = f"c{n}-r{i}"
-        target = Target(f"/bench/{n}/file-{i}.txt", f"file-{i}.txt", f"/bench/{n}", "write")
+        rel = TREE[1][(n * requests + i) % len(TREE[1])] if TREE else f"file-{i}.txt"
+        target = Target(os.path.join(root, rel), rel, root, "write")
         start = time.perf_counter()
         decision = await client.request_access("write_file", "write", [target], rule="bench", reason="bench",
                                                timeout=30, request_id=rid)
@@ -133,8 +140,18 @@ def main() -> int:
     parser.add_argument("--clients", type=int, default=20)
     parser.add_argument("--requests", type=int, default=50)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--dir", help="name this tree's root and files in the requests")
     parser.add_argument("--baseline-server", metavar="PATH", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.dir:
+        global TREE
+        if not os.path.isdir(args.dir):
+            parser.error(f"--dir {args.dir}: not a directory")
+        root = os.path.realpath(args.dir)
+        rels = [os.path.relpath(os.path.join(d, f), root) for d, _, names in os.walk(root) for f in names]
+        if not rels:
+            parser.error(f"--dir {args.dir}: no files")
+        TREE = (root, rels)
     if args.baseline_server:
         asyncio.run(baseline_server(args.baseline_server))
         return 0

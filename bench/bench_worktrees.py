@@ -13,11 +13,15 @@ interleaved rounds so machine load hits all three alike:
 The worktree cache never trusts a file changed within ``RACY_WINDOW_NS``, so
 the script waits that long after building before it measures.
 
-Run: ``.venv/bin/python bench/bench_worktrees.py``  (target: native >= 20x faster)
+``--dir DIR`` measures an existing checkout instead (any folder of a repository,
+main or linked; nothing is built or changed there).
+
+Run: ``.venv/bin/python bench/bench_worktrees.py [--dir DIR]``  (target: native >= 20x faster)
 """
 
 from __future__ import annotations
 
+import argparse
 import os
 import statistics
 import subprocess
@@ -103,7 +107,8 @@ def cold(folder: str):
 def floor(common: str):
     """The bare syscalls any per-call validation makes: per worktree, the gitdir
     and .git signatures and the presence of ``locked``; no Python work besides."""
-    admins = sorted(os.path.join(common, "worktrees", n) for n in os.listdir(os.path.join(common, "worktrees")))
+    store = os.path.join(common, "worktrees")
+    admins = sorted(os.path.join(store, n) for n in os.listdir(store)) if os.path.isdir(store) else []
     triples = []
     for admin in admins:
         with open(os.path.join(admin, "gitdir")) as handle:
@@ -128,21 +133,38 @@ def porcelain(folder: str):
     return run
 
 
+def given(folder: str) -> tuple[tuple[str, str, int, str], ...]:
+    """The one case ``--dir`` names: its sibling count and common directory, as git says."""
+    listed = git("worktree", "list", "--porcelain", cwd=folder).count("worktree ")
+    common = os.path.realpath(os.path.join(folder, git("rev-parse", "--git-common-dir", cwd=folder).strip()))
+    label = f"{os.path.basename(folder) or folder} ({listed - 1} other)"
+    return ((label[:20], folder, listed - 1, common),)
+
+
 def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--dir", help="an existing checkout to measure instead of the built ones")
+    options = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="rg-bench-wt-") as tmp:
-        base = os.path.realpath(tmp)
-        big = build(os.path.join(base, "big"), WORKTREES)
-        small = build(os.path.join(base, "small"), SMALL)
-        time.sleep(RACY_WINDOW_NS / 1e9 + 0.2)  # let the new files settle (see the docstring)
-        cases = (
-            (f"{WORKTREES} linked: main", big, WORKTREES),
-            (f"{WORKTREES} linked: wt25", os.path.join(base, "big", "wt25"), WORKTREES),
-            (f"{SMALL} linked: main", small, SMALL),
-        )
+        if options.dir:
+            if not os.path.isdir(options.dir):
+                parser.error(f"--dir {options.dir}: not a directory")
+            cases = given(os.path.realpath(options.dir))
+        else:
+            base = os.path.realpath(tmp)
+            big = build(os.path.join(base, "big"), WORKTREES)
+            small = build(os.path.join(base, "small"), SMALL)
+            time.sleep(RACY_WINDOW_NS / 1e9 + 0.2)  # let the new files settle (see the docstring)
+            common = os.path.join(big, ".git")
+            cases = (
+                (f"{WORKTREES} linked: main", big, WORKTREES, common),
+                (f"{WORKTREES} linked: wt25", os.path.join(base, "big", "wt25"), WORKTREES, common),
+                (f"{SMALL} linked: main", small, SMALL, common),
+            )
         rows = []
-        for label, folder, expected in cases:
+        for label, folder, expected, common_dir in cases:
             assert len(cold(folder)()) == expected == len(native(folder)()), label
-            runs = [cold(folder), native(folder), porcelain(folder), floor(os.path.join(big, ".git"))]
+            runs = [cold(folder), native(folder), porcelain(folder), floor(common_dir)]
             samples = interleaved(runs, (50, 200, 20, 200))
             clear_cache()
             native(folder)()
@@ -164,10 +186,12 @@ def main() -> int:
           "target: ratio >= 20x")
     print("cold: clear_cache() before every call, every file read; warm: every worktree entry "
           "served from the cache after its lstat signatures were checked (asserted)")
-    print(f"floor: the {3 * WORKTREES} bare syscalls any per-call validation of {WORKTREES} worktrees makes "
-          f"(2 lstat + 1 access each, no Python work) take {bare * 1e3:.3f} ms here: "
-          f"git / floor = {statistics.median(floors):.1f}x is the most any such cache can reach "
-          f"on the {WORKTREES}-worktree rows")
+    linked = cases[0][2] if options.dir else WORKTREES
+    if linked:
+        print(f"floor: the {3 * linked} bare syscalls any per-call validation of {linked} worktrees makes "
+              f"(2 lstat + 1 access each, no Python work) take {bare * 1e3:.3f} ms here: "
+              f"git / floor = {statistics.median(floors):.1f}x is the most any such cache can reach "
+              f"on the {linked}-worktree rows")
     return 0
 
 

@@ -69,10 +69,8 @@ function renderRunning(status: Status, folderCount: number, paths: Paths): Statu
   let text: string;
   let background: Background;
   if (status.widened) {
-    // still wide (a folder inside another stays a widening), but the user accepted it
-    const summary = widenedText(status);
-    const acknowledged = status.acknowledged === true && !summary.includes('acknowledged') ? ' · acknowledged' : '';
-    text = `$(warning) ${summary}${acknowledged}`;
+    // the server words it, "(acknowledged)" included when the user accepted a union that stays wide
+    text = `$(warning) ${widenedText(status)}`;
     background = 'warning';
   } else if (status.roots.length === 0 || folderCount === 0) {
     text = '$(shield) no folder';

@@ -335,9 +335,11 @@ class RootGuardServer(LanguageServer):
             if self._tray is not None:
                 self._tray.set_folders(self.tracker.session.folders)
         if change.widened:
-            self._start_inventory()  # the scan walks (in its worker) while the status goes out
-            self.send_status()
-            self.publish_config_diagnostics()
+            try:
+                self._start_inventory()  # the scan walks (in its worker) while the status goes out
+            finally:  # the widened status goes out whatever happened to the scan
+                self.send_status()
+                self.publish_config_diagnostics()
             self._spawn(self._refresh_watches_in_worker(since))
             return
         self.send_status()

@@ -97,7 +97,14 @@ VSIX=$REPO/vscode-extension/rootguard.vsix
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/rootguard-e2e.XXXXXX")
 SERVER_PID=
 cleanup() {
-  if [ -n "$SERVER_PID" ]; then kill "$SERVER_PID" 2>/dev/null || true; wait "$SERVER_PID" 2>/dev/null || true; fi
+  if [ -n "$SERVER_PID" ]; then
+    # code-server's own children (its entry process, extension hosts, our language server)
+    # share its process group: end them all, then make sure nothing stayed
+    kill -TERM -- "-$SERVER_PID" 2>/dev/null || true
+    for _ in $(seq 1 20); do kill -0 -- "-$SERVER_PID" 2>/dev/null || break; sleep 0.25; done
+    kill -KILL -- "-$SERVER_PID" 2>/dev/null || true
+    wait "$SERVER_PID" 2>/dev/null || true
+  fi
   if [ "${KEEP:-0}" = 1 ]; then echo "kept $WORK"; else rm -rf "$WORK"; fi
 }
 trap cleanup EXIT
@@ -169,10 +176,14 @@ if (cd / && PATH=$LOGIN_PATH python3 -c 'import lsp_bridge') 2>/dev/null; then
   echo "python3 on the login PATH has Root Guard installed: the end to end must start the server from the .vsix alone"; exit 2
 fi
 echo "login PATH: $LOGIN_PATH (python3: $(PATH=$LOGIN_PATH command -v python3 || echo none))"
+code_server_env() {  # the login environment code-server and everything it starts get
+  CS_ENV=(env -i HOME="$HOME" USER="${USER:-$(id -un)}" SHELL=/bin/bash LANG=C.UTF-8 PATH="$LOGIN_PATH"
+          TMPDIR="${TMPDIR:-/tmp}" XDG_CONFIG_HOME="$XDG_CONFIG_HOME" XDG_STATE_HOME="$XDG_STATE_HOME"
+          XDG_RUNTIME_DIR="$XDG_RUNTIME_DIR" EXTENSIONS_GALLERY='{}')
+}
 code_server() {
-  env -i HOME="$HOME" USER="${USER:-$(id -un)}" SHELL=/bin/bash LANG=C.UTF-8 PATH="$LOGIN_PATH" TMPDIR="${TMPDIR:-/tmp}" \
-    XDG_CONFIG_HOME="$XDG_CONFIG_HOME" XDG_STATE_HOME="$XDG_STATE_HOME" XDG_RUNTIME_DIR="$XDG_RUNTIME_DIR" \
-    EXTENSIONS_GALLERY='{}' "$CODE_SERVER" "$@"
+  code_server_env
+  "${CS_ENV[@]}" "$CODE_SERVER" "$@"
 }
 CS_FLAGS=(--auth none --disable-telemetry --disable-update-check --disable-workspace-trust
           --extensions-dir "$EXTENSIONS" --user-data-dir "$DATA")
@@ -182,7 +193,11 @@ code_server "${CS_FLAGS[@]}" --install-extension "$VSIX" 2>&1 | tail -1
 
 PORT=$(free_port)
 step "start code-server on 127.0.0.1:$PORT"
-code_server "${CS_FLAGS[@]}" --bind-addr "127.0.0.1:$PORT" --ignore-last-opened >"$WORK/code-server.log" 2>&1 &
+# in a session of its own (a plain background command: setsid execs in place, so $! is
+# code-server's pid and its process group, which cleanup ends as a whole)
+code_server_env
+setsid "${CS_ENV[@]}" "$CODE_SERVER" "${CS_FLAGS[@]}" --bind-addr "127.0.0.1:$PORT" --ignore-last-opened \
+  >"$WORK/code-server.log" 2>&1 &
 SERVER_PID=$!
 for _ in $(seq 1 120); do
   if "$PYTHON" -c "import urllib.request, sys; urllib.request.urlopen('http://127.0.0.1:$PORT/healthz', timeout=2)" 2>/dev/null; then

@@ -165,3 +165,27 @@ def test_every_command_is_listed_though_only_the_one_run_is_built():
     assert wrong.returncode == 2 and all(repr(name) in wrong.stderr for name in names), wrong.stderr
     check = subprocess.run([ROOTGUARD, "check", "--help"], capture_output=True, text=True, timeout=120).stdout
     assert "--op {read,write,delete,rename,metadata}" in check
+
+
+def test_main_leaves_the_garbage_collector_as_it_found_it(tmp_path: Path, capsys: pytest.CaptureFixture[str]):
+    """Start-up runs with the collector paused (cli/start.py); a caller of ``main`` gets it back."""
+    import gc
+
+    from lsp_bridge.cli.main import main
+
+    folder = make_repo(tmp_path / "repo", {"README.md": "x\n"})
+    for argv in (["check", "--root", str(folder), "--op", "read", str(folder / "README.md")],
+                 ["roots", str(folder)], ["inventory", "--root", str(folder), "--add", str(folder)],
+                 ["check", "--root", str(folder), "--op", "read", ""]):
+        assert main(argv) in (0, 2)
+        assert gc.isenabled() and gc.get_freeze_count() == 0, argv
+    with pytest.raises(SystemExit):
+        main(["check"])  # a usage error leaves through argparse's exit
+    assert gc.isenabled() and gc.get_freeze_count() == 0
+    gc.disable()
+    try:
+        assert main(["roots", str(folder)]) == 0
+        assert not gc.isenabled()  # a caller that had it off keeps it off
+    finally:
+        gc.enable()
+    capsys.readouterr()

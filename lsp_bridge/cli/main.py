@@ -20,7 +20,12 @@ import argparse
 import os
 import sys
 from collections.abc import Sequence
-from typing import NoReturn
+
+from lsp_bridge.cli.start import COLLECTOR
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at start-up (core/record.py)
+if TYPE_CHECKING:
+    from typing import NoReturn
 
 EXIT_ALLOW, EXIT_DENY, EXIT_BAD_INPUT, EXIT_REQUEST = 0, 1, 2, 3
 EXIT_UNCONFINED = 125  # rootguard run: confinement cannot be set up (lsp_bridge.sandbox.runner)
@@ -51,15 +56,21 @@ EXTRA_MODULES = {"tray": ("PySide6", "shiboken6"), "mcp": ("mcp", "anyio", "pyda
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    collector = COLLECTOR  # paused by the entry point (cli/start.py) or here
     try:
         if argv and argv[0] in DELEGATED:  # these parse their own options, --help included
+            collector.release()  # long-running servers: the collector as Python sets it
             return _delegate(argv[0], argv[1:])
+        collector.pause()
+        _untranslated_where_no_catalogue()
         parser = _parser(only=argv[0] if argv and not argv[0].startswith("-") else None)
         parser.run_mode = argv[:1] == ["run"]  # its usage errors are 125
         args = parser.parse_args(argv)
         if not getattr(args, "run", None):
             parser.print_help(sys.stderr)
             return EXIT_BAD_INPUT
+        if argv[0] not in BOUNDED:
+            collector.resume()
         return args.run(args)
     except UsageError as err:
         return _fail(argv, str(err))
@@ -76,6 +87,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"rootguard: internal error: {type(err).__name__}: {err} "
               "(set ROOTGUARD_DEBUG=1 for details)", file=sys.stderr)
         return EXIT_BAD_INPUT
+    finally:
+        collector.restore()
+
+
+# Commands whose work is bounded (no tree walk: a few small files and system calls):
+# the cyclic garbage collector stays paused for the whole command (cli/start.py).
+BOUNDED = frozenset({"roots", "check"})
 
 
 def _delegate(name: str, rest: list[str]) -> int:
@@ -423,6 +441,26 @@ def _version() -> str:
         return __version__
 
 
+def _untranslated_where_no_catalogue() -> None:
+    """argparse passes each of its messages through ``gettext``, which looks on disk for a
+    catalogue for every message and, the first time, imports ``locale`` to expand the
+    language names (~1 ms together, a tenth of a bare interpreter's start). Where the
+    interpreter has no catalogue directory at all (gettext's default one; the CLI binds no
+    other), every lookup returns the message unchanged, so argparse is given that answer
+    directly. Where the directory exists, argparse translates as it always does."""
+    if argparse._ is not _identity and not os.path.isdir(os.path.join(sys.base_prefix, "share", "locale")):  # type: ignore[attr-defined]
+        argparse._ = _identity  # type: ignore[attr-defined]
+        argparse.ngettext = _plural  # type: ignore[attr-defined]
+
+
+def _identity(message: str) -> str:
+    return message
+
+
+def _plural(singular: str, plural: str, n: int) -> str:
+    return singular if n == 1 else plural  # gettext's answer without a catalogue
+
+
 def _columns() -> int:
     """``shutil.get_terminal_size().columns`` without importing shutil (and bz2, lzma...)
     on every start: COLUMNS, else the terminal on stdout, else 80."""
@@ -452,7 +490,10 @@ class _Parser(argparse.ArgumentParser):
 
     run_mode = False  # set on the top-level parser when the command is ``run``
 
-    def __init__(self, *args, **kwargs) -> None:
+    def __init__(self, *args, listed_only: bool = False, **kwargs) -> None:
+        if listed_only:  # a command that is not being run: only its name and help line are used
+            self.prog = kwargs["prog"]
+            return
         kwargs.setdefault("formatter_class", _Formatter)
         super().__init__(*args, **kwargs)
 
@@ -481,7 +522,11 @@ class _Absorb:
 class _OnlyOne:
     """Every command is registered (so the names, the choices and their errors stay the same),
     but only ``only``'s options are built: building them all costs more than a command's own
-    work (``roots``, ``check``). ``only=None``: all of them (``rootguard --help``)."""
+    work (``roots``, ``check``). ``only=None``: all of them (``rootguard --help``).
+
+    The others are names in the list only: argparse never parses with a command's parser
+    unless that command is the one given, which is ``only``, so theirs is not even set up
+    (setting up an ``ArgumentParser`` looks its message catalogue up on disk several times)."""
 
     def __init__(self, sub, only: str | None) -> None:
         self.sub, self.only = sub, only
@@ -489,8 +534,12 @@ class _OnlyOne:
     def add_parser(self, name: str, **kwargs):
         if self.only is None or name == self.only:
             return self.sub.add_parser(name, **kwargs)
-        self.sub.add_parser(name, help=kwargs.get("help"), add_help=False)
+        self.listed(name, kwargs.get("help"))
         return _Absorb()
+
+    def listed(self, name: str, text: str | None) -> None:
+        """``name`` in the list and the choices, with no parser of its own (never run)."""
+        self.sub.add_parser(name, help=text, add_help=False, listed_only=True)
 
 
 def _parser(only: str | None = None) -> _Parser:
@@ -606,7 +655,7 @@ def _parser(only: str | None = None) -> _Parser:
     p.set_defaults(run=cmd_probe)
 
     for name, (_, text, _) in DELEGATED.items():  # listed for --help; main() dispatches them
-        sub.add_parser(name, help=text, add_help=False)
+        sub.listed(name, text)
     return parser
 
 

@@ -20,7 +20,8 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+
+from lsp_bridge.core.record import dataclass
 
 FORMAT_VERSION = 1
 

@@ -41,8 +41,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
-from typing import Any
 
 from lsp_bridge.core.config_check import (  # noqa: F401 - re-exported: the configuration API
     APPROVAL_KEYS,
@@ -67,8 +65,13 @@ from lsp_bridge.core.config_files import (  # noqa: F401 - re-exported
 )
 from lsp_bridge.core.diagnostics import Diagnostic
 from lsp_bridge.core.paths import canonical
+from lsp_bridge.core.record import dataclass
 from lsp_bridge.core.settings import DENY_ALL, PROJECT_FILE_NAME, Config, Mount, PathRule
 from lsp_bridge.core.toml_positions import _error, _shown, parse_toml  # noqa: F401 - re-exported
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at start-up (core/record.py)
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = [  # the configuration API, wherever each piece now lives
     "APPROVAL_KEYS", "ENV_CONFIG", "ENV_ROOTS", "MAX_APPROVAL_TIMEOUT", "MAX_CONFIG_BYTES", "PROJECT_FILE_NAME",

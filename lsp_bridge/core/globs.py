@@ -31,8 +31,12 @@ alternative (``{a}``). Bash-style ranges (``{1..3}``) expand like alternatives.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
-from typing import Any
+
+from lsp_bridge.core.record import dataclass
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at start-up (core/record.py)
+if TYPE_CHECKING:
+    from typing import Any
 
 MAX_ALTERNATIVES = 256
 _GLOB_CHARS = "*?[{"

@@ -17,7 +17,6 @@ import os
 import time
 from collections import Counter
 from collections.abc import Iterable, Mapping
-from typing import Any
 
 import tomlkit
 from tomlkit import TOMLDocument
@@ -27,6 +26,10 @@ from tomlkit.items import AoT
 from lsp_bridge.core.atomic import atomic_write
 from lsp_bridge.core.config import parse_text, user_config_path
 from lsp_bridge.core.settings import PROJECT_FILE_NAME, VERDICTS
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at start-up (core/record.py)
+if TYPE_CHECKING:
+    from typing import Any
 
 POLICY_NAMES = ("read", "write", "delete")
 FIELDS = ("id", "path", "policies", "includes", "excludes", "follow_symlinks", "comment")

@@ -27,15 +27,15 @@ from __future__ import annotations
 
 import os
 import stat
-import threading
 import time
+from _thread import allocate_lock  # threading.Lock, without importing threading for a short command
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
-from typing import TYPE_CHECKING
 
 from lsp_bridge.core.paths import is_within
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at start-up (core/record.py)
 if TYPE_CHECKING:  # pragma: no cover
     from lsp_bridge.core.policy import Policy
 
@@ -65,7 +65,7 @@ class HardLinkIndex:
 
     def __init__(self, policy: Policy) -> None:
         self._policy = policy
-        self._lock = threading.Lock()
+        self._lock = allocate_lock()
         self._built = -1e18
         self._inodes: dict[tuple[int, int], str] = {}
         self._devices: frozenset[int] = frozenset()

@@ -10,7 +10,8 @@ import errno
 import os
 import sys
 from collections.abc import Mapping
-from typing import Generic, TypeVar
+
+from lsp_bridge.core.record import Generic, TypeVar
 
 V = TypeVar("V")
 

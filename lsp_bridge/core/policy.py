@@ -43,15 +43,22 @@ import os
 import stat
 from bisect import bisect_left
 from collections.abc import Container, Iterable, Sequence
-from dataclasses import dataclass, field, replace
+from functools import cached_property
 from itertools import repeat
-from typing import Any
 
 from lsp_bridge.core.paths import CASE_INSENSITIVE, fold, is_within, realpath
 from lsp_bridge.core.protected import ProtectedAreas, default_areas, protected_reason
+from lsp_bridge.core.record import dataclass, field, replace
 from lsp_bridge.core.rules import CompiledRule, RuleSet
 from lsp_bridge.core.scope import Scope
-from lsp_bridge.core.settings import STRICTNESS, Config, PathRule, Verdict
+from lsp_bridge.core.settings import STRICTNESS, Config, PathRule
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at start-up (core/record.py)
+if TYPE_CHECKING:
+    from typing import Any
+
+    from lsp_bridge.core.hardlinks import HardLinkIndex
+    from lsp_bridge.core.settings import Verdict
 
 _ = PathRule  # re-exported for callers building rules
 
@@ -191,9 +198,6 @@ class Policy:
         if scope.admin_dirs:  # the repositories' admin directories (a worktree's may sit anywhere)
             admins = tuple(dict.fromkeys((*self.areas.admin_dirs, *(fold(a) for a in scope.admin_dirs))))
             self.areas = replace(self.areas, admin_dirs=admins)
-        from lsp_bridge.core.hardlinks import HardLinkIndex
-
-        self.hardlinks = HardLinkIndex(self)
         self._given = tuple(
             (os.path.normpath(e.given), e.path) for e in scope.union.entries if os.path.normpath(e.given) != e.path
         )
@@ -209,6 +213,14 @@ class Policy:
         self._anchored = frozenset(anchored)
         self._anchors_sorted = sorted(anchored)  # for the anchors directly below a directory (``_child_anchors``)
         self._slots: dict[tuple[str, str], _Slot] = {}
+
+    @cached_property
+    def hardlinks(self) -> HardLinkIndex:
+        """The hard-link index, set up when a file with several links is first decided
+        (most sessions never decide one; a short command then skips its import)."""
+        from lsp_bridge.core.hardlinks import HardLinkIndex
+
+        return HardLinkIndex(self)
 
     def rulesets(self) -> list[RuleSet]:
         """Each distinct rule set in force (one per project file), in root order."""

@@ -14,12 +14,16 @@ rule stands: a project file can make a decision stricter, never looser.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 
 from lsp_bridge.core.globs import GlobSet, literal_prefix
 from lsp_bridge.core.paths import PrefixIndex, depth, fold, is_within, relative_to
+from lsp_bridge.core.record import dataclass
 from lsp_bridge.core.scope import Scope
-from lsp_bridge.core.settings import STRICTNESS, Config, PathRule, Verdict
+from lsp_bridge.core.settings import STRICTNESS, Config, PathRule
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at start-up (core/record.py)
+if TYPE_CHECKING:
+    from lsp_bridge.core.settings import Verdict
 
 Specificity = tuple[int, int, int]
 _ = literal_prefix  # re-exported

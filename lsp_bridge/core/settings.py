@@ -6,14 +6,20 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Literal
+from lsp_bridge.core.record import dataclass, field, lazy_literals
 
-from lsp_bridge.core.diagnostics import Diagnostic
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at start-up (core/record.py)
+if TYPE_CHECKING:
+    from typing import Literal
 
-Verdict = Literal["allow", "request", "deny"]
-WorktreeMode = Literal["include", "request", "ignore"]
-Source = Literal["builtin", "user", "project", "environment", "session"]
+    from lsp_bridge.core.diagnostics import Diagnostic
+
+    Verdict = Literal["allow", "request", "deny"]
+    WorktreeMode = Literal["include", "request", "ignore"]
+    Source = Literal["builtin", "user", "project", "environment", "session"]
+else:
+    __getattr__ = lazy_literals(__name__, Verdict=("allow", "request", "deny"), WorktreeMode=("include", "request", "ignore"),
+                                Source=("builtin", "user", "project", "environment", "session"))
 
 PROJECT_FILE_NAME = ".rootguard.toml"  # the project file's one name (config, grants, the language server)
 VERDICTS: tuple[str, ...] = ("allow", "request", "deny")

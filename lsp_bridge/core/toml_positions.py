@@ -10,14 +10,21 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from typing import Any
 
 from lsp_bridge.core.diagnostics import Diagnostic, Range
+from lsp_bridge.core.record import lazy_pattern
 
-_BARE_KEY = re.compile(r"[A-Za-z0-9_-]+")
-_BARE_VALUE = re.compile(r"[^,\]}\n#]*")
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at start-up (core/record.py)
+if TYPE_CHECKING:
+    from typing import Any
 
-KeyPath = tuple[Any, ...]  # of str (keys) and int (array indexes)
+_BARE_KEY = lazy_pattern(r"[A-Za-z0-9_-]+")
+_BARE_VALUE = lazy_pattern(r"[^,\]}\n#]*")
+
+if TYPE_CHECKING:
+    KeyPath = tuple[Any, ...]  # of str (keys) and int (array indexes)
+else:
+    KeyPath = tuple
 
 class _Locator:
     """Where keys and values sit in a TOML text, found by a small scanner.
@@ -248,7 +255,7 @@ def _error(code: str, message: str, file: str | None, rng: Range | None = None) 
     return Diagnostic("error", code, message, file, rng)
 
 
-_TOML_ERROR_AT = re.compile(
+_TOML_ERROR_AT = lazy_pattern(
     r"^(?P<message>.*?)(?: \(at line (?P<line>\d+), column (?P<column>\d+)\)| \(at end of document\))?$", re.S
 )
 

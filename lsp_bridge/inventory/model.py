@@ -8,9 +8,9 @@ server. Every list goes through ``text.shorten`` and every path through
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
 
 from lsp_bridge.core.paths import is_within
+from lsp_bridge.core.record import dataclass, field
 from lsp_bridge.inventory.text import one_line, plural, shorten, show_path
 
 # Store kinds a repository has one of; every other store is a plain node_modules folder.

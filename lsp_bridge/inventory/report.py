@@ -27,7 +27,7 @@ def quiet_mount_findings(reconciliation) -> tuple[Diagnostic, ...]:
     no mount or container is configured (they stay in the report, not in the warnings)."""
     if reconciliation.mounts:
         return tuple(reconciliation.diagnostics)
-    from dataclasses import replace
+    from lsp_bridge.core.record import replace
 
     return tuple(
         replace(d, severity="information")
@@ -84,7 +84,7 @@ def mounts_report(session, *, walk: bool = True):
         toplevel = worktrees.locate(session.scope.folders[0]).toplevel
     result = reconcile(session.scope.union.paths, configured, repo_toplevel=toplevel, walk=walk)
     if diagnostics:
-        from dataclasses import replace
+        from lsp_bridge.core.record import replace
 
         result = replace(result, diagnostics=tuple(diagnostics) + tuple(result.diagnostics))
     return result

@@ -21,9 +21,9 @@ import re
 import stat
 import threading
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field, replace
 
 from lsp_bridge.core.paths import is_within
+from lsp_bridge.core.record import dataclass, field, replace
 from lsp_bridge.inventory.ci import read_identities
 from lsp_bridge.inventory.history import (
     _History,

@@ -44,6 +44,7 @@ ACKNOWLEDGE = "rootguard/acknowledge"
 TRACE = "rootguard/trace"
 MIGRATE_COMMAND = "rootguard.migrateConfig"
 ACKNOWLEDGE_COMMAND = "rootguard.acknowledge"
+GC_FALLBACK = 5.0  # seconds after initialize: the collector is back on even if no initialized came
 WATCH_AFTER = 0.1  # seconds: a widening's new watches wait for its scan at most this long
 SHOW_REPORT = "Show report"
 ACKNOWLEDGE_ACTION = "Acknowledge"
@@ -92,6 +93,34 @@ class RootGuardServer(LanguageServer):
         self._watch_lock = threading.Lock()
         self._watch_plans = 0  # plans made; the watcher applies none older than the last it applied
         self._watch_applied = 0
+
+    def _start_io_async(self, stdin=None, stdout=None) -> None:
+        """pygls's stdio loop (``pygls.io_.run_async``) with a reader that brings a whole message per thread hop.
+
+        pygls reads stdin in a thread, one header line, the blank line and the body
+        each a round trip between that thread and the event loop; here one round
+        trip brings the whole message (``WholeMessages``), so a message waits for
+        one hand-off, not three, while a worker thread holds the interpreter.
+        """
+        import sys
+        from threading import Event
+
+        from pygls.io_ import StdoutWriter, run_async
+
+        from lsp_bridge.lsp.transport import WholeMessages
+
+        self._stop_event = Event()
+        self.protocol.set_writer(StdoutWriter(stdout or sys.stdout.buffer))
+        try:
+            asyncio.run(run_async(stop_event=self._stop_event,
+                                  reader=WholeMessages(stdin or sys.stdin.buffer, self.thread_pool),
+                                  protocol=self.protocol, logger=log, error_handler=self.report_server_error))
+        except BrokenPipeError:
+            log.error("Connection to the client is lost! Shutting down the server.")
+        except (KeyboardInterrupt, SystemExit):
+            pass
+        finally:
+            self.shutdown()
 
     @property
     def approvals(self) -> ApprovalService:
@@ -235,10 +264,12 @@ class RootGuardServer(LanguageServer):
         from lsp_bridge.core.status import to_json
 
         loop = asyncio.get_running_loop()
+        warmed = loop.run_in_executor(None, _warm_up, self._scans)  # at once: a widening needs it first
         await self._yield_to_inventory()
         self.publish_config_diagnostics()
-        await loop.run_in_executor(None, _warm_up, self._scans)
+        await warmed
         await self._yield_to_inventory()
+        self._prime_protocol()
         before = to_json(self.tracker.status())
         self.refresh_watches(since)
         # Read again now that the watches run: what changed on disk since the first read was
@@ -255,6 +286,33 @@ class RootGuardServer(LanguageServer):
             await self._yield_to_inventory()
             await loop.run_in_executor(None, self._reconcile_mounts, loop, self._mounts_generation)
 
+    def _prime_protocol(self) -> None:
+        """Build now the (de)serializers of the messages a widening exchanges.
+
+        lsprotocol's converter writes each message type's code on its first use
+        (about a millisecond for the folder change): done here, after the warm-up,
+        not while the person waits for the warning."""
+        from lsprotocol import types as t
+
+        try:
+            self.protocol.structure_message({
+                "jsonrpc": "2.0", "method": types.WORKSPACE_DID_CHANGE_WORKSPACE_FOLDERS,
+                "params": {"event": {"added": [{"uri": "file:///", "name": "/"}], "removed": []}},
+            })
+            warning = t.MessageType.Warning
+            for message in (
+                t.LogMessageParams(type=warning, message=""),
+                t.ShowMessageParams(type=warning, message=""),
+                t.ShowMessageRequestParams(type=warning, message="", actions=[t.MessageActionItem(title="")]),
+                t.WorkDoneProgressCreateParams(token=""),
+                t.ProgressParams(token="", value=t.WorkDoneProgressBegin(title="")),
+                t.ProgressParams(token="", value=t.WorkDoneProgressReport(message="")),
+                t.ProgressParams(token="", value=t.WorkDoneProgressEnd(message="")),
+            ):
+                self.protocol._converter.unstructure(message)
+        except Exception:  # only ever a head start: the first real message builds what is missing
+            log.debug("priming the protocol's converter failed", exc_info=True)
+
     async def _yield_to_inventory(self) -> None:
         """Let waiting messages in, then wait while a widening's inventory runs (it has the CPU first)."""
         await asyncio.sleep(0)
@@ -265,7 +323,7 @@ class RootGuardServer(LanguageServer):
     # -- changes -------------------------------------------------------------
 
     def apply_change(self, change) -> None:
-        """Status first, then a widening's inventory (started at once, in a worker), then the rest.
+        """Status and, for a widening, its inventory (started first, in a worker), then the rest.
 
         A widening's watches follow its scan (``_refresh_watches_in_worker``).
         """
@@ -276,12 +334,16 @@ class RootGuardServer(LanguageServer):
                 self._approvals.workspace_changed()  # session grants end when the workspace changes
             if self._tray is not None:
                 self._tray.set_folders(self.tracker.session.folders)
-        self.send_status()
-        self.publish_config_diagnostics()
         if change.widened:
-            self._start_inventory()
+            try:
+                self._start_inventory()  # the scan walks (in its worker) while the status goes out
+            finally:  # the widened status goes out whatever happened to the scan
+                self.send_status()
+                self.publish_config_diagnostics()
             self._spawn(self._refresh_watches_in_worker(since))
             return
+        self.send_status()
+        self.publish_config_diagnostics()
         # A configuration directory newly watched (say the user config directory was just made)?
         if self.refresh_watches(since) and self._read_again():
             return
@@ -698,6 +760,19 @@ def on_initialize(ls: RootGuardServer, params: types.InitializeParams) -> None:
     if params.client_info and params.client_info.name:
         ls.client_name = params.client_info.name[:200]
     log.info("initialize from %s with %d folder(s)", ls.client_name, len(ls.folders))
+    asyncio.get_running_loop().call_later(GC_FALLBACK, collect_garbage_again)  # no initialized: not off for ever
+
+
+def collect_garbage_again() -> None:
+    """Turn the garbage collector back on (``stdio.main`` keeps it off until the first status).
+
+    What was imported until now lives as long as the process: frozen, so no
+    full collection walks it. Harmless when the collector is already on."""
+    import gc
+
+    if not gc.isenabled():
+        gc.freeze()
+        gc.enable()
 
 
 @server.feature(types.INITIALIZED)
@@ -706,6 +781,7 @@ async def on_initialized(ls: RootGuardServer, params: types.InitializedParams) -
     since = time.time_ns()
     change = ls.tracker.set_folders(ls.folders, initial=True)
     ls.send_status()  # what the user waits for: nothing else before it
+    collect_garbage_again()
     if change.widened:
         ls._start_inventory()
     ls._spawn(ls.after_first_status(change.widened, since))
@@ -715,29 +791,43 @@ def _warm_up(scans: _Scans) -> None:
     """Import, in a worker, what the steps after start-up and the first widening need.
 
     Most of it is imports (about 40 ms): done here, the event loop stays free for
-    messages. Each step waits while an inventory scan runs (it needs the CPU more);
-    a scan that needs one of these modules imports it on demand.
+    messages. First what a widening's scan needs (the inventory modules, then the
+    credential detectors): those go on while a scan runs, since the scan would
+    wait for them anyway, and the detectors are built while it walks the tree
+    (it needs them only at the first candidate file). Each later step waits while
+    an inventory scan runs (it needs the CPU more).
     """
     import importlib
 
-    from lsp_bridge.lsp import watch
+    def detectors() -> None:
+        importlib.import_module("lsp_bridge.inventory.scan").warm_up()
 
-    steps = (
-        "lsp_bridge.inventory.scan",  # the first widening's scan, then its detectors
-        lambda: importlib.import_module("lsp_bridge.inventory.scan").warm_up(),
-        watch._load_changes,  # watchdog: the first watches
+    def watch_events() -> None:  # watchdog's event classes: the first watches
+        importlib.import_module("lsp_bridge.lsp.watch")._load_changes()
+
+    for step in ("lsp_bridge.inventory.scan", detectors):
+        _warm_up_step(step)
+    for step in (
+        watch_events,
+        "watchdog.observers.inotify_c",
+        "watchdog.observers.inotify",
         "watchdog.observers",
         "lsp_bridge.approvals.service",  # every change of folders
         "lsp_bridge.approvals.tray_link",
         "lsp_bridge.inventory.mounts",
         "lsp_bridge.lsp.convert",
-    )
-    for step in steps:
+    ):
         scans.wait_idle()
-        try:
-            importlib.import_module(step) if isinstance(step, str) else step()
-        except Exception:  # an optional part (the tray's client, say): its own step reports it
-            log.debug("warm-up step %s failed", step, exc_info=True)
+        _warm_up_step(step)
+
+
+def _warm_up_step(step: str | Callable[[], None]) -> None:
+    import importlib
+
+    try:
+        importlib.import_module(step) if isinstance(step, str) else step()
+    except Exception:  # an optional part (the tray's client, say): its own step reports it
+        log.debug("warm-up step %s failed", step, exc_info=True)
 
 
 @server.feature(types.WORKSPACE_DID_CHANGE_WORKSPACE_FOLDERS)

@@ -10,7 +10,10 @@ The objects those imports create (pygls, lsprotocol's hundreds of classes) live
 as long as the process: they are moved out of the garbage collector's reach
 (``gc.freeze``) before serving, and the collector is off while they are
 imported (they hold no garbage), so no full collection walks them, neither
-before the first status (a 30-40 ms pause there otherwise) nor later.
+before the first status (a 30-40 ms pause there otherwise) nor later. It stays
+off until the first status has gone out (the configuration modules imported on
+the way are permanent too; ``server.collect_garbage_again``), or a few seconds
+after ``initialize`` when no ``initialized`` follows.
 """
 
 from __future__ import annotations
@@ -32,8 +35,7 @@ def main(argv: list[str] | None = None) -> int:
     from lsp_bridge.lsp.server import server
 
     gc.freeze()  # module-level objects are permanent: full collections need not walk them
-    gc.enable()
-    server.start_io()
+    server.start_io()  # the collector comes back on after the first status (server.collect_garbage_again)
     return 0
 
 

@@ -10,11 +10,12 @@ removed and the target is untouched.
 from __future__ import annotations
 
 import os
-import tempfile
 
 
 def atomic_write(path: str, text: str, *, mode: int = 0o600, dir_mode: int | None = None) -> None:
     """Replace ``path`` with ``text`` (UTF-8, newlines as given); ``dir_mode`` creates missing directories."""
+    import tempfile  # here, not at import: the short commands import this module for write_cache
+
     directory = os.path.dirname(os.path.abspath(path))
     if dir_mode is not None:
         os.makedirs(directory, mode=dir_mode, exist_ok=True)
@@ -33,6 +34,33 @@ def atomic_write(path: str, text: str, *, mode: int = 0o600, dir_mode: int | Non
             pass
         raise
     _fsync_dir(directory)
+
+
+def write_cache(path: str, text: str) -> bool:
+    """Replace the private cache file ``path`` with ``text``; False when it could not be written.
+
+    For what Root Guard keeps between runs only to go faster (the caller reads it
+    back validated, and recomputes when it is missing): the directory is created
+    private, the text goes to a temporary file of this process and thread, opened
+    without following a link, mode 0600, and replaces the target in one ``rename``.
+    No ``fsync``: after a crash the cache is merely recomputed.
+    """
+    import _thread
+
+    temp = f"{path}.{os.getpid()}.{_thread.get_ident()}.tmp"
+    try:
+        os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
+        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC | getattr(os, "O_NOFOLLOW", 0), 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+        os.replace(temp, path)
+    except OSError:
+        try:
+            os.unlink(temp)
+        except OSError:
+            pass
+        return False
+    return True
 
 
 def _fsync_dir(directory: str) -> None:

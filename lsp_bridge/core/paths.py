@@ -34,18 +34,12 @@ def realpath(path: str, *, loops: bool = False) -> str:
     """
     if _KERNEL_REALPATH:
         try:
-            fd = os.open(path, _O_PATH | os.O_CLOEXEC)
+            found, _ = _kernel_name(path, with_stat=False)
         except OSError as err:
             if loops and err.errno == errno.ELOOP:
                 raise
             return os.path.realpath(path)
-        try:
-            found = os.readlink(_PROC_FD + str(fd))
-        except OSError:
-            found = ""
-        finally:
-            os.close(fd)
-        if found.startswith(SEP) and not found.endswith(" (deleted)"):
+        if found:
             return found
     if loops:
         try:
@@ -67,19 +61,29 @@ def realpath_stat(path: str) -> tuple[str, os.stat_result | None]:
     """
     if _KERNEL_REALPATH:
         try:
-            fd = os.open(path, _O_PATH | os.O_CLOEXEC)
+            found, info = _kernel_name(path, with_stat=True)
         except OSError:
             return realpath(path), None
-        try:
-            info = os.fstat(fd)
-            found = os.readlink(_PROC_FD + str(fd))
-        except OSError:
-            found = ""
-        finally:
-            os.close(fd)
-        if found.startswith(SEP) and not found.endswith(" (deleted)"):
+        if found:
             return found, info
     return realpath(path), None
+
+
+def _kernel_name(path: str, *, with_stat: bool) -> tuple[str, os.stat_result | None]:
+    """The canonical name ``/proc/self/fd`` gives an ``O_PATH`` descriptor of ``path`` (and its
+    ``fstat``); ``""`` when that name is unusable (unreadable, relative, deleted). The open's
+    ``OSError`` is the caller's."""
+    fd = os.open(path, _O_PATH | os.O_CLOEXEC)
+    try:
+        info = os.fstat(fd) if with_stat else None
+        found = os.readlink(_PROC_FD + str(fd))
+    except OSError:
+        return "", None
+    finally:
+        os.close(fd)
+    if found.startswith(SEP) and not found.endswith(" (deleted)"):
+        return found, info
+    return "", None
 
 
 def canonical(path: str | os.PathLike[str]) -> str:

@@ -18,6 +18,7 @@ import subprocess
 import threading
 from collections.abc import Callable
 
+from lsp_bridge.core.atomic import write_cache
 from lsp_bridge.core.git import git_env
 from lsp_bridge.core.record import TypeVar, lazy_pattern
 from lsp_bridge.inventory.model import Renamed
@@ -264,15 +265,8 @@ def _save(path: str, common: str, key: str, commits: int, lost: Lost) -> None:
             oldest = sorted(repos, key=lambda k: repos[k].get("saved", 0) if isinstance(repos[k], dict) else 0)
             for gone in oldest[: len(repos) - _STORE_LIMIT]:
                 del repos[gone]
-        try:
-            os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
-            temp = f"{path}.{os.getpid()}.{threading.get_ident()}.tmp"
-            fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0), 0o600)
-            with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                json.dump({"format": _STORE_FORMAT, "repos": repos}, handle)
-            os.replace(temp, path)
-        except OSError:
-            pass  # not kept: the next run reads the history again
+        # not kept when it cannot be written: the next run reads the history again
+        write_cache(path, json.dumps({"format": _STORE_FORMAT, "repos": repos}))
 
 
 def _in_background(function: Callable[..., T], *args: object) -> Callable[[], T | None]:

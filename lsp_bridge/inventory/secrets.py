@@ -14,6 +14,7 @@ import re
 import stat
 import threading
 
+from lsp_bridge.core.atomic import write_cache
 from lsp_bridge.core.record import lazy_pattern
 
 MAX_SCAN_BYTES = 1 << 20  # larger files are judged by name only
@@ -226,15 +227,8 @@ def _save_cache(detectors: tuple) -> None:
             "plain": cls.analyze_string is RegexBasedDetector.analyze_string,
             "patterns": [[p.pattern, p.flags] for p in detector.denylist],
         })
-    try:
-        os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
-        temp = f"{path}.{os.getpid()}.tmp"
-        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0), 0o600)
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            json.dump({"signature": signature, "detectors": items}, handle)
-        os.replace(temp, path)
-    except OSError:
-        pass  # no cache: the next process imports again
+    # no cache when it cannot be written: the next process imports detect-secrets again
+    write_cache(path, json.dumps({"signature": signature, "detectors": items}))
 
 
 class _CachedRegexDetector:

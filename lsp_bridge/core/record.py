@@ -38,6 +38,8 @@ if TYPE_CHECKING:
     def lazy_literals(module: str, **aliases: tuple[str, ...]) -> Callable[[str], Any]: ...
 
     def lazy_pattern(pattern: str, flags: int = 0) -> re.Pattern[str]: ...
+
+    def compile_patterns(*modules: str) -> None: ...
 else:
     from operator import attrgetter
 
@@ -325,6 +327,16 @@ else:
     def lazy_pattern(pattern, flags=0):
         return _LazyPattern(pattern, flags)
 
+    def compile_patterns(*modules):
+        """Compile now the module-level lazy patterns of these (imported) modules: what a
+        long-running server does in its warm-up, so that no request pays for them."""
+        import sys
+
+        for name in modules:
+            for value in list(vars(sys.modules[name]).values()):
+                if isinstance(value, _LazyPattern):
+                    value.pattern  # noqa: B018 - the attribute access compiles it
+
 
 __all__ = ["FrozenInstanceError", "Generic", "NamedTuple", "TypeVar", "cast", "dataclass", "field",
-           "lazy_literals", "lazy_pattern", "replace"]
+           "compile_patterns", "lazy_literals", "lazy_pattern", "replace"]

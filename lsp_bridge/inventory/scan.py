@@ -531,8 +531,14 @@ def warm_up() -> None:
     About a quarter of a second, mostly imports; call it from a background
     thread after start-up so the first widening does not wait for it.
     Importing this module stays cheap: nothing heavy happens before this.
+    The scan's own regular expressions (compiled on first use for the short
+    commands' sake) are compiled here too.
     """
     load_detectors()
+    from lsp_bridge.core.record import compile_patterns
+    from lsp_bridge.inventory import ci, history, secrets, text
+
+    compile_patterns(*(module.__name__ for module in (secrets, ci, history, text)))
 
 
 def inventory(before: Sequence[str], after: Sequence[str], *,

@@ -135,11 +135,12 @@ def test_workspace_packages_follow_the_manifest(tmp_path: Path, files: dict[str,
     {"XDG_CONFIG_HOME": "/srv/cfg", "XDG_CACHE_HOME": "/srv/cache", "XDG_STATE_HOME": "/srv/state"},
     {"XDG_CONFIG_HOME": "relative/cfg", "XDG_CACHE_HOME": "", "XDG_STATE_HOME": "relative"},
     {"HOME": "/"},
-    {"HOME": "/home/someone/"},
+    {"HOME": "<tmp>/"},  # an absolute home ending in a slash (the test's temporary directory)
     {"HOME": "relative-home"},
     {"HOME": None},
 ])
-def test_user_directories_are_platformdirs_answers(monkeypatch: pytest.MonkeyPatch, env: dict[str, str | None]):
+def test_user_directories_are_platformdirs_answers(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+                                                  env: dict[str, str | None]):
     import platformdirs
 
     for name in ("XDG_CONFIG_HOME", "XDG_CACHE_HOME", "XDG_STATE_HOME"):
@@ -148,7 +149,7 @@ def test_user_directories_are_platformdirs_answers(monkeypatch: pytest.MonkeyPat
         if value is None:
             monkeypatch.delenv(name, raising=False)
         else:
-            monkeypatch.setenv(name, value)
+            monkeypatch.setenv(name, value.replace("<tmp>", str(tmp_path)))
     assert userdirs.user_config_dir() == platformdirs.user_config_dir("rootguard")
     assert userdirs.user_cache_dir() == platformdirs.user_cache_dir("rootguard")
     assert userdirs.user_state_dir() == platformdirs.user_state_dir("rootguard")

@@ -471,20 +471,23 @@ class Policy:
             _, ruleset = self.select(directory)
             candidates, globbed = ruleset.child_candidates(fold(directory), need)
             fixed = None if globbed else ruleset.child_winner("", candidates)
-            slot = self._slots[(directory, op)] = _Slot(ruleset, candidates, globbed, fixed, {})
+            slot = self._slots[(directory, op)] = _Slot(ruleset, candidates, globbed, fixed)
         return slot
 
-    def _child_point(self, op: str, path: str) -> tuple[Verdict, PathRule | None, str, str] | None:
-        """``(verdict, rule, reason, root)`` of canonical ``path`` from its directory's slot, as
-        ``select`` + ``_decide_point`` give them; None when the path needs the full engine (it is
-        an anchor, or a protected target of a mutation). The hard-link check is the caller's."""
-        parent, _, name = path.rpartition(os.sep)
-        if not parent or not name:
-            return None
-        key = path.casefold() if CASE_INSENSITIVE else path
+    def _child_point(self, op: str, path: str, slot: _Slot | None = None
+                     ) -> tuple[Verdict, PathRule | None, str, str] | None:
+        """``(verdict, rule, reason, root)`` of canonical ``path`` from its directory's slot (``slot``
+        when the caller has it), as ``select`` + ``_decide_point`` give them; None when the path needs
+        the full engine (it is an anchor, or a protected target of a mutation). The hard-link check
+        is the caller's."""
+        key = path.casefold() if CASE_INSENSITIVE else path  # fold(), inlined: this runs per decision
         if key in self._anchored or (op in _MUTATING and protected_reason(path, self.areas)):
             return None
-        slot = self._slots.get((parent, op)) or self._slot(parent, op)
+        if slot is None:
+            parent, _, name = path.rpartition(os.sep)
+            if not parent or not name:
+                return None
+            slot = self._slots.get((parent, op)) or self._slot(parent, op)
         win = slot.ruleset.child_winner(key, slot.candidates) if slot.globbed else slot.fixed
         mark = (id(win[0]), win[1]) if win is not None else None
         point = slot.points.get(mark)
@@ -497,21 +500,10 @@ class Policy:
         """The engine's verdict for child ``path`` from its directory's slot, None when the child needs
         the full engine: it is an anchor itself, a protected target of a mutation, or a read of a file
         with several hard links."""
-        key = path.casefold() if CASE_INSENSITIVE else path  # fold(), inlined: this runs per decision
-        if key in self._anchored:
+        if nlink > 1 and _NEEDS[op] == "read":
             return None
-        need = _NEEDS[op]
-        if need == "read":
-            if nlink > 1:
-                return None
-        elif op in _MUTATING and protected_reason(path, self.areas):
-            return None
-        win = slot.ruleset.child_winner(key, slot.candidates) if slot.globbed else slot.fixed
-        mark = (id(win[0]), win[1]) if win is not None else None
-        verdict = slot.memo.get(mark)
-        if verdict is None:
-            verdict = slot.memo[mark] = self._point(win, path, need, slot.ruleset, op)[0]
-        return verdict
+        point = self._child_point(op, path, slot)
+        return None if point is None else point[0]
 
     def decide_children(
         self, op: str, directory: str, names: Iterable[str], granted: Container[tuple[str, str]] = (),
@@ -692,7 +684,6 @@ class _Slot:
     candidates: list[tuple[CompiledRule, Verdict, int, tuple[int, ...] | None]]
     globbed: bool
     fixed: tuple[CompiledRule, Verdict] | None
-    memo: dict[tuple[int, str] | None, Verdict]
     # The whole point decision (verdict, rule, reason, selected root) per winner: ``_child_point``.
     points: dict[tuple[int, str] | None, tuple[Verdict, PathRule | None, str, str]] = field(default_factory=dict)
     # The names of the anchors directly below the directory (``Policy._child_anchors``), once computed.

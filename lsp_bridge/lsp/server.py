@@ -15,7 +15,6 @@ import threading
 import time
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from lsprotocol import types
@@ -25,6 +24,7 @@ from pygls.uris import from_fs_path, to_fs_path
 
 from lsp_bridge import __version__
 from lsp_bridge.core.settings import PROJECT_FILE_NAME
+from lsp_bridge.lsp.scans import Scan, ScanProgress, Scans
 
 if TYPE_CHECKING:  # imported lazily at run time (start-up speed)
     from lsp_bridge.approvals.service import ApprovalService
@@ -89,7 +89,7 @@ class RootGuardServer(LanguageServer):
         self._recount_task: asyncio.Future | None = None
         self._recount_again = False
         self._tray: TrayLink | None = None
-        self._scans = _Scans()  # background work waits while an inventory scan runs
+        self._scans = Scans()  # background work waits while an inventory scan runs
         self._watch_lock = threading.Lock()
         self._watch_plans = 0  # plans made; the watcher applies none older than the last it applied
         self._watch_applied = 0
@@ -357,7 +357,7 @@ class RootGuardServer(LanguageServer):
         self._inventory_task = asyncio.ensure_future(self._inventory_then_mounts(scan))
         self._inventory_task.add_done_callback(scan.done)  # cancelled before it ran: uncounted all the same
 
-    async def _inventory_then_mounts(self, scan: _Scan) -> None:
+    async def _inventory_then_mounts(self, scan: Scan) -> None:
         """The warning matters most: mounts wait for it rather than share the CPU."""
         try:
             while not await self.finish_inventory(scan, warn=True):
@@ -367,7 +367,7 @@ class RootGuardServer(LanguageServer):
         finally:
             self.schedule_mounts()
 
-    def start_scan(self, *, warn: bool) -> _Scan:
+    def start_scan(self, *, warn: bool) -> Scan:
         """Start measuring the union as it is now, in a worker thread, without waiting for anything.
 
         The imports the scan needs happen in the worker when the start-up warm-up
@@ -377,7 +377,7 @@ class RootGuardServer(LanguageServer):
         """
         loop = asyncio.get_running_loop()
         reference, current = self.tracker.inventory_span()
-        progress = _Progress(self, loop)
+        progress = ScanProgress(self, loop)
 
         def measure():
             # Everything that takes the cache's lock runs here, never on the event
@@ -392,7 +392,7 @@ class RootGuardServer(LanguageServer):
         done = self._scans.begin()  # until the result is shown (finish_inventory), or dropped
         job = loop.run_in_executor(None, measure)
         progress.begin("Root Guard: measuring what the new root hands over")
-        return _Scan(job, reference, current, progress, time.perf_counter(), done)
+        return Scan(job, reference, current, progress, time.perf_counter(), done)
 
     def _cache(self) -> InventoryCache:
         """The window's inventory cache (made on first use, from any thread)."""
@@ -406,7 +406,7 @@ class RootGuardServer(LanguageServer):
     async def run_inventory(self, *, warn: bool) -> None:
         await self.finish_inventory(self.start_scan(warn=warn), warn=warn)  # a recount: file events bring the next
 
-    async def finish_inventory(self, scan: _Scan, *, warn: bool) -> bool:
+    async def finish_inventory(self, scan: Scan, *, warn: bool) -> bool:
         """Wait for ``scan``; show its report (and, for a widening, the warning) unless superseded.
 
         False when the union changed meanwhile and still waits for an inventory.
@@ -416,7 +416,7 @@ class RootGuardServer(LanguageServer):
         finally:
             scan.done()
 
-    async def _finish_inventory(self, scan: _Scan, *, warn: bool) -> bool:
+    async def _finish_inventory(self, scan: Scan, *, warn: bool) -> bool:
         try:
             report = await scan.job
             log.info("inventory of %s took %.0f ms", ", ".join(scan.current), (time.perf_counter() - scan.started) * 1000)
@@ -631,110 +631,6 @@ class RootGuardServer(LanguageServer):
 _CACHE_LOCK = threading.Lock()
 
 
-class _Scans:
-    """How many inventories are under way, from the scan's start until their result is shown.
-
-    Background work (the warm-up's imports, the deep rescan) waits for none
-    (``wait_idle``): the interpreter is shared, and the warning waits for the scan.
-    """
-
-    def __init__(self) -> None:
-        self._idle = threading.Condition()
-        self._count = 0
-
-    def begin(self) -> Callable[..., None]:
-        """Count one; the returned function uncounts it (once, however often it is called)."""
-        with self._idle:
-            self._count += 1
-        done = threading.Event()
-
-        def end(*_: object) -> None:
-            if done.is_set():
-                return
-            done.set()
-            with self._idle:
-                self._count -= 1
-                self._idle.notify_all()
-
-        return end
-
-    def wait_idle(self, timeout: float | None = None) -> bool:
-        """Wait until no scan runs (at most ``timeout`` seconds); True when none runs."""
-        with self._idle:
-            return self._idle.wait_for(lambda: self._count == 0, timeout)
-
-
-@dataclass
-class _Scan:
-    """An inventory scan under way in a worker thread (``RootGuardServer.start_scan``)."""
-
-    job: asyncio.Future
-    reference: tuple[str, ...]
-    current: tuple[str, ...]
-    progress: _Progress
-    started: float
-    done: Callable[..., None]  # the inventory is shown or dropped: background work may go on
-
-
-class _Progress:
-    """Work-done progress for a scan that started before the client made its token.
-
-    Messages from the scan's thread come to the event loop; those sent before the
-    token exists are shown once it does. ``end`` waits for the token (a round
-    trip begun with the scan, over long before a real scan ends), so the client
-    sees begin, the reports, then end, before the status that carries the result.
-    """
-
-    def __init__(self, ls: RootGuardServer, loop: asyncio.AbstractEventLoop) -> None:
-        self._ls = ls
-        self._loop = loop
-        self._token: str | None = None
-        self._early: list[str] = []
-        self._ended = False
-        self._created: asyncio.Task | None = None
-
-    def begin(self, title: str) -> None:
-        self._created = asyncio.ensure_future(self._begin(title))
-
-    async def _begin(self, title: str) -> None:
-        self._token = await self._ls._progress_begin(title)
-        if self._token:
-            for message in self._early:
-                self._ls._progress_report(self._token, message)
-        self._early = []
-
-    def from_worker(self, message: str) -> None:
-        self._loop.call_soon_threadsafe(self._report, message)
-
-    def _report(self, message: str) -> None:
-        if self._ended:
-            return
-        if self._token:
-            self._ls._progress_report(self._token, message)
-        elif self._created is not None and not self._created.done():
-            self._early.append(message)
-
-    async def end(self) -> None:
-        if self._created is not None:
-            try:
-                await asyncio.shield(self._created)
-            except Exception:
-                pass  # no progress then; the result still goes out
-        self._finish()
-
-    def cancel(self) -> None:
-        """A superseded scan: end its progress whenever the token comes."""
-        if self._created is not None and not self._created.done():
-            self._created.add_done_callback(lambda _: self._finish())
-        else:
-            self._finish()
-
-    def _finish(self) -> None:
-        if not self._ended:
-            self._ended = True
-            self._ls._progress_end(self._token)
-
-
 server = RootGuardServer()
 
 
@@ -787,7 +683,7 @@ async def on_initialized(ls: RootGuardServer, params: types.InitializedParams) -
     ls._spawn(ls.after_first_status(change.widened, since))
 
 
-def _warm_up(scans: _Scans) -> None:
+def _warm_up(scans: Scans) -> None:
     """Import, in a worker, what the steps after start-up and the first widening need.
 
     Most of it is imports (about 40 ms): done here, the event loop stays free for

@@ -39,7 +39,7 @@ if TYPE_CHECKING:
 
     def lazy_pattern(pattern: str, flags: int = 0) -> re.Pattern[str]: ...
 
-    def compile_patterns(*modules: str) -> None: ...
+    def compile_patterns(*modules: str, compile: Callable[[str, int], re.Pattern[str]] | None = None) -> None: ...
 else:
     from operator import attrgetter
 
@@ -316,10 +316,17 @@ else:
             if compiled is None:
                 import re
 
-                compiled = self.__dict__["_compiled"] = re.compile(*self._args)
+                compiled = self.compile_with(re.compile)
+            return getattr(compiled, name)
+
+        def compile_with(self, compile):
+            """Compile now with ``compile(pattern, flags)`` (once: later calls keep the first)."""
+            compiled = self.__dict__.get("_compiled")
+            if compiled is None:
+                compiled = self.__dict__["_compiled"] = compile(*self._args)
                 for method in ("match", "fullmatch", "search", "sub", "subn", "split", "findall", "finditer"):
                     self.__dict__[method] = getattr(compiled, method)
-            return getattr(compiled, name)
+            return compiled
 
         def __repr__(self):
             return f"lazy_pattern({self._args[0]!r}, {self._args[1]!r})"
@@ -327,15 +334,17 @@ else:
     def lazy_pattern(pattern, flags=0):
         return _LazyPattern(pattern, flags)
 
-    def compile_patterns(*modules):
+    def compile_patterns(*modules, compile=None):
         """Compile now the module-level lazy patterns of these (imported) modules: what a
-        long-running server does in its warm-up, so that no request pays for them."""
+        long-running server does in its warm-up, so that no request pays for them.
+        ``compile``: what compiles one (``re.compile``'s signature; a ``RegexCache``'s)."""
+        import re
         import sys
 
         for name in modules:
             for value in list(vars(sys.modules[name]).values()):
                 if isinstance(value, _LazyPattern):
-                    value.pattern  # noqa: B018 - the attribute access compiles it
+                    value.compile_with(compile or re.compile)
 
 
 __all__ = ["FrozenInstanceError", "Generic", "NamedTuple", "TypeVar", "cast", "dataclass", "field",

@@ -536,9 +536,12 @@ def warm_up() -> None:
     """
     load_detectors()
     from lsp_bridge.core.record import compile_patterns
+    from lsp_bridge.core.regex_cache import regex_cache
     from lsp_bridge.inventory import ci, history, secrets, text
 
-    compile_patterns(*(module.__name__ for module in (secrets, ci, history, text)))
+    compiled = regex_cache()
+    compile_patterns(*(module.__name__ for module in (secrets, ci, history, text)), compile=compiled.compile)
+    compiled.save()
 
 
 def inventory(before: Sequence[str], after: Sequence[str], *,

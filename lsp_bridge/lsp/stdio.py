@@ -5,6 +5,8 @@ is kept short by importing little: the server module imports pygls and
 lsprotocol, everything else (configuration, worktrees, the inventory, the
 watcher, detect-secrets) is imported when first used, and the slow parts run
 after the first ``rootguard/status`` has gone out (``server.on_initialized``).
+The one exception is the inventory's own modules, a few milliseconds, imported
+before serving so that a folder added right after start-up is scanned at once.
 
 The objects those imports create (pygls, lsprotocol's hundreds of classes) live
 as long as the process: they are moved out of the garbage collector's reach
@@ -34,9 +36,25 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(stream=sys.stderr, level=level.upper(), format="rootguard: %(levelname)s %(message)s")
     from lsp_bridge.lsp.server import server
 
+    _import_what_a_widening_scans_with()
     gc.freeze()  # module-level objects are permanent: full collections need not walk them
     server.start_io()  # the collector comes back on after the first status (server.collect_garbage_again)
     return 0
+
+
+def _import_what_a_widening_scans_with() -> None:
+    """The inventory's own modules (~4 ms, no third-party import): with the server's.
+
+    A folder added right after start-up is scanned at once, in a worker; had the
+    scan to import these itself, it would do so while the start-up warm-up imports
+    too (both hold the interpreter in turn), and its warning came ~10 ms later
+    (bench_lsp.py, "added right at start-up"). detect-secrets' detectors come from
+    the pattern caches in the warm-up, after the first status."""
+    import lsp_bridge.core.regex_cache
+    import lsp_bridge.inventory.ci
+    import lsp_bridge.inventory.history
+    import lsp_bridge.inventory.scan
+    import lsp_bridge.inventory.secrets  # noqa: F401
 
 
 def _parse(argv: list[str]):

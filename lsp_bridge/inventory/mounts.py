@@ -698,8 +698,6 @@ def _unquote(text: str) -> str:
 
 def _expand_workspace_pattern(toplevel: str, pattern: str, budget: list[int]) -> list[str]:
     """Directories under ``toplevel`` matching ``pattern`` component by component."""
-    import fnmatch
-
     current = [toplevel]
     for part in pattern.strip().strip("/").split("/"):
         if part in ("", "."):
@@ -711,7 +709,11 @@ def _expand_workspace_pattern(toplevel: str, pattern: str, budget: list[int]) ->
             if part == "**":
                 following += _subdirectories(directory, budget, deep=True)
                 following.append(directory)
+            elif part == "*":  # the usual pattern (packages/*): every name, fnmatch not needed
+                following += _subdirectories(directory, budget)
             elif any(c in part for c in "*?["):
+                import fnmatch
+
                 following += [d for d in _subdirectories(directory, budget)
                               if fnmatch.fnmatchcase(os.path.basename(d), part)]
             elif os.path.isdir(os.path.join(directory, part)):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import stat
 from pathlib import Path
 
@@ -90,6 +91,45 @@ def test_write_primitive_refuses_a_swapped_parent_directly(area):
     refused("symlink_not_permitted", safe_io.delete_file, root, "sub/victim.txt")
     refused("symlink_not_permitted", safe_io.list_directory, root, "sub")
     assert (area["outside"] / "victim.txt").read_text() == "outside original\n"
+
+
+def test_a_parent_linked_to_a_twin_inside_the_root_is_still_refused(area):
+    """The directory is opened by its whole path and kept only where /proc names it as decided:
+    a link to a look-alike directory (same names, other content) lands elsewhere and is refused."""
+    root = str(area["root"])
+    (area["root"] / "sub" / "inner").mkdir()
+    twin = area["root"] / "twin"
+    (twin / "inner").mkdir(parents=True)
+    (twin / "inner" / "file.txt").write_text("the twin's\n")
+    shutil.rmtree(area["root"] / "sub")
+    (area["root"] / "sub").symlink_to(twin)  # a link on the way, not the last directory: open() follows it
+    refused("symlink_not_permitted", safe_io.read_file, root, "sub/inner/file.txt", limit=100)
+    refused("symlink_not_permitted", safe_io.write_file, root, "sub/inner/file.txt", b"owned")
+    refused("symlink_not_permitted", safe_io.list_directory, root, "sub/inner")
+    refused("symlink_not_permitted", safe_io.delete_file, root, "sub/inner/file.txt")
+    assert (twin / "inner" / "file.txt").read_text() == "the twin's\n"
+
+
+def test_deep_paths_and_names_like_procs_removed_mark(area):
+    root = area["root"]
+    deep = root / "a" / "b (deleted)" / "c"
+    deep.mkdir(parents=True)
+    (deep / "f.txt").write_text("deep\n")
+    assert safe_io.read_file(str(root), "a/b (deleted)/c/f.txt", limit=100) == b"deep\n"
+    (root / "a" / "x (deleted)").mkdir()
+    assert safe_io.write_file(str(root), "a/x (deleted)/g.txt", b"g") is True
+    assert safe_io.read_file(str(root), "a/x (deleted)/g.txt", limit=100) == b"g"
+    (area["outside"] / "c").mkdir()
+    (area["outside"] / "c" / "f.txt").write_text("outside\n")
+    shutil.rmtree(root / "a" / "b (deleted)")
+    (root / "a" / "b (deleted)").symlink_to(area["outside"])
+    refused("symlink_not_permitted", safe_io.read_file, str(root), "a/b (deleted)/c/f.txt", limit=100)
+
+
+def test_a_directory_moved_out_after_the_decision_is_not_found(area):
+    root = str(area["root"])
+    os.rename(area["root"] / "sub", area["outside"] / "sub")
+    refused("not_found", safe_io.read_file, root, "sub/file.txt", limit=100)
 
 
 def test_leaf_swapped_for_a_link_is_neither_followed_nor_replaced(area):

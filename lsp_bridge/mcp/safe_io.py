@@ -4,9 +4,12 @@ The policy decides on a canonical path. Between that decision and the I/O a
 directory on the way could be swapped for a symbolic link (the classic
 check-then-use race). Every operation here therefore:
 
-* walks from the canonical root to the target one component at a time with
-  ``O_DIRECTORY | O_NOFOLLOW``, relative to the previous directory's
-  descriptor, so a link met on the way is refused, never followed;
+* reaches the target's directory without following a link: where ``/proc/self/fd``
+  exists, by opening its whole path and keeping the descriptor only when ``/proc``
+  names it exactly where the decision saw it (a link on the way would land it
+  elsewhere); otherwise, or when that check fails, by walking from the canonical
+  root one component at a time with ``O_DIRECTORY | O_NOFOLLOW``, relative to
+  the previous directory's descriptor, so a link met on the way is refused;
 * opens or inspects the last name relative to its parent's descriptor with
   ``O_NOFOLLOW`` (or ``lstat``), so a link swapped in at the leaf is refused;
 * where ``/proc/self/fd`` exists, checks that the opened directory is still
@@ -311,6 +314,42 @@ def walk_files(root: str, relative: str, *, skip_dirs: frozenset[str] = frozense
 @contextmanager
 def open_directory(root: str, parts: list[str], *, create: bool = False) -> Iterator[int]:
     """A descriptor for ``root/parts...``, reached without following any link."""
+    fd = _open_in_place(root, parts)
+    if fd is None:
+        fd = _walk(root, parts, create)
+    try:
+        yield fd
+    finally:
+        os.close(fd)
+
+
+def _open_in_place(root: str, parts: list[str]) -> int | None:
+    """The directory opened by its whole path, kept only when ``/proc`` names it exactly where
+    the decision saw it; else None, and the caller walks.
+
+    A link anywhere on the way (swapped in since the decision) would leave the descriptor
+    somewhere else, and ``/proc`` would name that place: what is kept is the directory at
+    ``root/parts...``, as the walk's own check requires. Two system calls instead of two per
+    component; a missing directory, a link, no ``/proc`` or a name ``/proc`` could confuse
+    with its mark for a removed directory go the walk's way, which names the problem.
+    """
+    if not (_HAS_PROC and parts):
+        return None
+    expected = os.path.join(root, *parts)
+    if expected.endswith(" (deleted)"):
+        return None
+    try:
+        fd = os.open(expected, _DIR_FLAGS)
+    except OSError:
+        return None
+    if _fd_path(fd) == expected:
+        return fd
+    os.close(fd)
+    return None
+
+
+def _walk(root: str, parts: list[str], create: bool) -> int:
+    """One component at a time from the root, refusing links (creating directories when ``create``)."""
     fd = _open_root(root)
     try:
         # Where the directory must be found: below the root the decision saw (a root moved since
@@ -322,9 +361,10 @@ def open_directory(root: str, parts: list[str], *, create: bool = False) -> Iter
             fd = child
         if base is not None and parts:
             _verify(fd, os.path.join(base, *parts), "/".join(parts))
-        yield fd
-    finally:
+    except BaseException:
         os.close(fd)
+        raise
+    return fd
 
 
 def _open_root(root: str) -> int:

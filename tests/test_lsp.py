@@ -165,7 +165,8 @@ async def test_widening_warning_prices_the_new_root(client, monorepo):
     assert "\n" not in line  # one line a person reads whole, in any client
     assert line.startswith("Root Guard: adding shop") and "widened the agent's boundary ×" in line
     assert "secrets files" in line and f".git ({monorepo.commits} commits)" in line
-    report = client.log_text()  # the full report goes to the log
+    # the full report goes to the log, right after the line
+    report = await wait_for(lambda: monorepo.repo in client.log_text() and client.log_text(), what="the report in the log")
     assert monorepo.repo in report and monorepo.narrow in report
     assert "(4)" in report  # the .env credential count
     for secret in monorepo.fake_secrets:
@@ -185,7 +186,7 @@ async def test_disjoint_folder_is_a_smaller_widening_and_narrowing_is_quiet(clie
     assert status["widening"][0]["kind"] == "disjoint"
     line = (await wait_for(client.warnings, what="widening warning"))[0]
     assert line.startswith("Root Guard: adding notes widened")
-    assert "disjoint" in client.log_text()
+    await wait_for(lambda: "disjoint" in client.log_text(), what="the report in the log")
 
     warnings_so_far = len(client.warnings())
     mark = client.change_folders(removed=[other])
@@ -567,7 +568,7 @@ async def test_a_window_started_wide_warns_like_a_live_change(monorepo):
         assert "\n" not in line
         request = wide.requests[0]
         assert [a.title for a in request.actions] == ["Show report", "Acknowledge"]
-        assert monorepo.repo in wide.log_text()
+        await wait_for(lambda: monorepo.repo in wide.log_text(), what="the report in the log")
 
 
 async def test_an_acknowledged_union_started_again_is_quiet_and_a_narrower_one_too(monorepo):

@@ -13,7 +13,7 @@ import jsonschema
 import pytest
 
 from lsp_bridge.core import status as contract
-from tests.test_lsp import Session, as_data, client, monorepo, raw_client  # noqa: F401 - fixtures
+from tests.test_lsp import Session, as_data, client, monorepo, raw_client, wait_for  # noqa: F401 - fixtures
 
 ROOT = Path(__file__).resolve().parent.parent
 SCHEMA_FILE = ROOT / contract.SCHEMA_PATH
@@ -73,8 +73,7 @@ async def test_real_server_output_validates(client, monorepo):  # noqa: F811 - p
     assert widened["summary"].startswith("⚠ union ×")
     line = next(w for w in client.warnings() if "widened the agent's boundary" in w)
     assert widened["summary"].removeprefix("⚠ union ") in line  # one summary text everywhere
-    report = client.log_text()
-    assert all(text in report for text in widened["widening_lines"])
+    await wait_for(lambda: all(text in client.log_text() for text in widened["widening_lines"]), what="the report in the log")
 
     request = client.client.protocol.send_request_async
     validate(as_data(await request("rootguard/explain", {"path": str(Path(monorepo.repo) / ".env")})), "ExplainResult")

@@ -163,13 +163,20 @@ class RootGuardServer(LanguageServer):
         self.window_show_message(types.ShowMessageParams(type=types.MessageType.Warning, message=message))
 
     def announce_widening(self, line: str) -> None:
-        """The full report to the log, then the one line; with actions where the client has them."""
-        self.window_log_message(types.LogMessageParams(type=types.MessageType.Warning, message=self.tracker.report()))
+        """The one line, with actions where the client has them; then the full report to the log.
+
+        The line goes out first: it is what the person waits for (building and sending the
+        report takes about a millisecond). The request is sent by the task's first step,
+        which runs before the log's callback (both queued on the loop, in that order)."""
         window = self.client_capabilities.window
         if window is None or window.show_message is None:
             self.warn(line)
-            return
-        self._spawn(self._ask_about_widening(line))
+        else:
+            self._spawn(self._ask_about_widening(line))
+        asyncio.get_running_loop().call_soon(self._log_report)
+
+    def _log_report(self) -> None:
+        self.window_log_message(types.LogMessageParams(type=types.MessageType.Warning, message=self.tracker.report()))
 
     async def _ask_about_widening(self, line: str) -> None:
         params = types.ShowMessageRequestParams(

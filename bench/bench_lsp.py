@@ -1,6 +1,7 @@
 """The language server on the seed's ~61,000-file monorepo, each figure beside its baseline.
 
     python bench/bench_lsp.py [--dir DIR] [--repeat 5] [--startup-only] [--startup-repeat N]
+    python bench/bench_lsp.py --dir DIR --compare OTHER/.venv/bin/python [--repeat 13]
 
 ``--dir`` is any fixture: a directory holding a bench-built monorepo (built
 there when the directory is empty or absent), or any repository or folder of
@@ -40,6 +41,11 @@ Bytecode: both servers run from byte-compiled caches, as after an install
 (``compileall`` of the package first; ``PYTHONDONTWRITEBYTECODE`` is removed
 from the servers' environment so any missing cache is written once, not
 compiled again at every start).
+
+``--compare PYTHON``: only the two widening rows, this checkout's server against the
+one another checkout's environment runs (``git worktree add ../old REV``, its own
+``.venv``), alternating run by run: on a machine whose speed drifts, the way to see
+what a change did in milliseconds, where the ratios to find+du move with the drift.
 
 Targets (issue 3, 15): status <= 30 ms median; warning <= 1.3x find+du, also
 when added right at start-up; RSS <= 80 MB; re-inventory <= 50 ms.
@@ -185,6 +191,38 @@ def fixture(directory: str) -> tuple[str, str]:
     return repo, narrow
 
 
+def warning_after(server: list[str], env: dict[str, str], narrow: str, change: dict, *, settle: float) -> float:
+    """Seconds from adding the folder to the warning, in a new server started on ``narrow``:
+    the folder added ``settle`` seconds after the first status (0: the moment it arrives)."""
+    rpc = Rpc(server, env)
+    try:
+        initialize(rpc, [narrow])
+        rpc.wait(lambda m: is_status(m))
+        time.sleep(settle)
+        sent = time.perf_counter()
+        rpc.send("workspace/didChangeWorkspaceFolders", change)
+        shown, _ = rpc.wait(is_warning)
+        return shown - sent
+    finally:
+        rpc.close()
+
+
+def compare(other: tuple[list[str], dict[str, str]], server: tuple[list[str], dict[str, str]],
+            narrow: str, change: dict, rounds: int) -> None:
+    """The two widening rows, this checkout's server against ``other``'s, alternating run by run
+    (each a command and its environment)."""
+    print(f"\nthis checkout vs {other[0][0]}, {rounds} alternating rounds, medians")
+    for label, settle in (("folder added -> inventory warning", SETTLE), ("same, added right at start-up", 0.0)):
+        ours: list[float] = []
+        theirs: list[float] = []
+        for round_ in range(rounds):
+            order = ((ours, server), (theirs, other))
+            for found, (argv, env) in order if round_ % 2 == 0 else order[::-1]:
+                found.append(warning_after(argv, env, narrow, change, settle=settle))
+        ratio = statistics.median(o / t for o, t in zip(ours, theirs, strict=True))
+        print(f"{label:<38} {median_ms(ours)}   other {median_ms(theirs)}   x{ratio:5.2f}")
+
+
 def is_status(message, predicate=lambda p: True) -> bool:
     return message.get("method") == "rootguard/status" and predicate(message["params"])
 
@@ -213,6 +251,9 @@ def main() -> int:
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--startup-only", action="store_true", help="only spawn → first status, beside the minimal server")
     parser.add_argument("--startup-repeat", type=int, help="paired start-up runs (default: twice --repeat)")
+    parser.add_argument("--compare", metavar="PYTHON",
+                        help="only the two widening rows, against the server PYTHON runs (the interpreter of "
+                             "another checkout's environment), alternating; --repeat rounds")
     args = parser.parse_args()
     repo, narrow = fixture(args.dir)
     # As an install does (pip byte-compiles what it installs): otherwise, with
@@ -237,12 +278,17 @@ def main() -> int:
     server = [sys.executable, "-m", "lsp_bridge"]
     minimal = [sys.executable, "-c", MINIMAL_SERVER]
     change = {"event": {"added": [folder(repo)], "removed": []}}
-    rpc = Rpc(server, env)
-    initialize(rpc, [narrow])
-    rpc.wait(lambda m: is_status(m))
-    rpc.send("workspace/didChangeWorkspaceFolders", change)
-    rpc.wait(is_warning)
-    rpc.close()
+    warning_after(server, env, narrow, change, settle=0.0)  # fills the caches, unmeasured
+    if args.compare:
+        # -P: each package from its interpreter's own environment, never from the current
+        # directory; and caches of its own (the pattern cache is keyed by the installed plugins'
+        # path: shared, each would throw the other's away and import detect-secrets every time).
+        other_env = dict(env, XDG_CACHE_HOME=env["XDG_CACHE_HOME"] + "-compared",
+                         XDG_STATE_HOME=env["XDG_STATE_HOME"] + "-compared")
+        other = [args.compare, "-P", "-m", "lsp_bridge"]
+        warning_after(other, other_env, narrow, change, settle=0.0)
+        compare((other, other_env), ([sys.executable, "-P", "-m", "lsp_bridge"], env), narrow, change, args.repeat)
+        return 0
 
     ours_start, floor_start = [], []
     for round_ in range(args.startup_repeat or max(args.repeat, 1) * 2):  # short and noisy: twice the rounds
@@ -301,14 +347,7 @@ def main() -> int:
         rpc.close()
 
         early_base.append(find_du(repo))
-        rpc = Rpc(server, env)  # again, widened as soon as the first status arrives
-        initialize(rpc, [narrow])
-        rpc.wait(lambda m: is_status(m))
-        sent = time.perf_counter()
-        rpc.send("workspace/didChangeWorkspaceFolders", change)
-        shown, _ = rpc.wait(is_warning)
-        early.append(shown - sent)
-        rpc.close()
+        early.append(warning_after(server, env, narrow, change, settle=0.0))  # again, widened at once
 
     from lsp_bridge.inventory.scan import InventoryCache, warm_up
 

@@ -71,7 +71,8 @@ class RegexCache:
         """Write the file if a pattern was added (quietly nothing when it cannot be written)."""
         if self._changed and self.path is not None:
             self._changed = False
-            write_cache(self.path, json.dumps({"signature": _signature(), "patterns": self._entries}))
+            patterns = dict(self._entries)  # one C-level copy: another thread may be adding an entry
+            write_cache(self.path, json.dumps({"signature": _signature(), "patterns": patterns}))
 
 
 def _from_code(text: str, entry: list[Any]) -> re.Pattern[str]:

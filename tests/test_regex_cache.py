@@ -109,9 +109,12 @@ def test_an_entry_with_garbage_code_falls_back_to_re_compile(tmp_path):
         _same(fixed.compile(text, flags), text, flags)
 
 
-def test_no_cache_file_compiles_every_time(tmp_path):
+def test_no_usable_cache_file_compiles_every_time(tmp_path):
     cache = RegexCache(None)
     _same(cache.compile(r"\w+@\w+", 0), r"\w+@\w+", 0)
     cache.save()  # nothing to write to, and no error
-    unwritable = RegexCache(str(tmp_path / "missing-dir" / "sub" / "regex-code.json"))
+    (tmp_path / "a-file").write_text("")
+    unwritable = RegexCache(str(tmp_path / "a-file" / "regex-code.json"))  # its directory cannot exist
     _same(unwritable.compile(r"x+", 0), r"x+", 0)
+    unwritable.save()  # nothing written, and no error
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a-file"]

@@ -11,7 +11,14 @@ a file is used only by the same interpreter (``sys.version`` and the regex engin
 ``MAGIC``) that wrote it, an entry is looked up by its exact text and flags, and
 an entry is written only after the pattern rebuilt from it compared equal to
 ``re.compile``'s (same flags, same code, same groups). Anything else (no file, a
-damaged one, an interpreter whose internals differ) falls back to ``re.compile``.
+damaged one, an interpreter whose internals differ, code the engine refuses) falls
+back to ``re.compile``.
+
+What this guards against is staleness and damage, not a person or program that
+writes the file on purpose: code the engine accepts is used as it is (rewriting an
+entry's code changes what the detector finds). That is the trust of every file in
+the user's cache directory (the detect-secrets pattern texts, the git history
+answers), which an agent confined by ``rootguard run`` does not see.
 """
 
 from __future__ import annotations

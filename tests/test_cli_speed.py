@@ -78,6 +78,8 @@ def test_short_commands_import_nothing_heavy(shop: Path, tmp_path: Path, command
     }[command]
     loaded = modules_after(args, _env(tmp_path) if command != "inventory" else {})
     assert not loaded & set(HEAVY), sorted(loaded & set(HEAVY))
+    if command == "roots":  # operands only: answered without argparse (main.plain_operands)
+        assert "argparse" not in loaded and "gettext" not in loaded
     if command in ("roots", "check"):  # no glob rule to compile, no file to parse, no cache to find
         assert not loaded & {"pathspec", "bracex", "tomllib", "platformdirs", "shutil", "json", "subprocess"}, (
             sorted(loaded & {"pathspec", "bracex", "tomllib", "platformdirs", "shutil", "json", "subprocess"}))
@@ -153,6 +155,28 @@ def test_user_directories_are_platformdirs_answers(monkeypatch: pytest.MonkeyPat
     assert userdirs.user_config_dir() == platformdirs.user_config_dir("rootguard")
     assert userdirs.user_cache_dir() == platformdirs.user_cache_dir("rootguard")
     assert userdirs.user_state_dir() == platformdirs.user_state_dir("rootguard")
+
+
+@pytest.mark.parametrize("argv", [
+    ["roots", "a"], ["roots", "/srv/a", "b c", "x=y", "@file", "", " "], ["roots", "a\x00b", "é"],
+])
+def test_plain_roots_is_read_as_the_grammar_reads_it(argv: list[str]):
+    from lsp_bridge.cli import grammar
+    from lsp_bridge.cli.main import plain_operands
+
+    plain, parsed = plain_operands(argv), grammar.parse(argv)
+    assert plain is not None and parsed is not None
+    assert vars(plain) == vars(parsed)
+
+
+@pytest.mark.parametrize("argv", [
+    [], ["roots"], ["roots", "--json", "a"], ["roots", "a", "--json"], ["roots", "--", "a"], ["roots", "-"],
+    ["roots", "-h"], ["roots", "-1"], ["check", "a"], ["mounts", "a"], ["--version"], ["rots", "a"],
+])
+def test_everything_else_goes_to_the_grammar(argv: list[str]):
+    from lsp_bridge.cli.main import plain_operands
+
+    assert plain_operands(argv) is None
 
 
 def test_every_command_is_listed_though_only_the_one_run_is_built():

@@ -11,21 +11,17 @@ contract (docs/cli.md):
 * an empty folder argument is bad input: nothing comes from the current directory;
 * no command ends in a traceback (``ROOTGUARD_DEBUG=1`` shows one for a bug).
 
-To add a command: write ``cmd_name(args) -> int`` and register it in ``_parser``.
+To add a command: write ``cmd_name(args) -> int``, give it its options in
+``grammar._parser`` and its name in ``COMMANDS``.
 """
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 from collections.abc import Sequence
 
 from lsp_bridge.cli.start import COLLECTOR
-
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at start-up (core/record.py)
-if TYPE_CHECKING:
-    from typing import NoReturn
 
 EXIT_ALLOW, EXIT_DENY, EXIT_BAD_INPUT, EXIT_REQUEST = 0, 1, 2, 3
 EXIT_UNCONFINED = 125  # rootguard run: confinement cannot be set up (lsp_bridge.sandbox.runner)
@@ -62,16 +58,16 @@ def main(argv: Sequence[str] | None = None) -> int:
             collector.release()  # long-running servers: the collector as Python sets it
             return _delegate(argv[0], argv[1:])
         collector.pause()
-        _untranslated_where_no_catalogue()
-        parser = _parser(only=argv[0] if argv and not argv[0].startswith("-") else None)
-        parser.run_mode = argv[:1] == ["run"]  # its usage errors are 125
-        args = parser.parse_args(argv)
-        if not getattr(args, "run", None):
-            parser.print_help(sys.stderr)
-            return EXIT_BAD_INPUT
+        args = plain_operands(argv)
+        if args is None:
+            from lsp_bridge.cli import grammar
+
+            args = grammar.parse(argv)
+            if args is None:  # no command: the help went to stderr
+                return EXIT_BAD_INPUT
         if argv[0] not in BOUNDED:
             collector.resume()
-        return args.run(args)
+        return COMMANDS[args.command](args)
     except UsageError as err:
         return _fail(argv, str(err))
     except ConfigError as err:
@@ -94,6 +90,23 @@ def main(argv: Sequence[str] | None = None) -> int:
 # Commands whose work is bounded (no tree walk: a few small files and system calls):
 # the cyclic garbage collector stays paused for the whole command (cli/start.py).
 BOUNDED = frozenset({"roots", "check"})
+
+
+# Commands whose only arguments are operands, answered without argparse when no argument
+# starts with "-" (no option, no "--", no --help): argparse and the gettext it imports,
+# then building the parser, are ~3 ms of a ~28 ms ``rootguard roots`` (bench/bench_cli.py).
+# Any other invocation goes to the grammar (cli/grammar.py), which parses these the same
+# way (tests/test_cli_speed.py). command -> the name of its operands.
+OPERANDS_ONLY = {"roots": "folders"}
+
+
+def plain_operands(argv: Sequence[str]):
+    """``argv``'s arguments when it is a command of OPERANDS_ONLY and operands only, else None."""
+    if len(argv) < 2 or argv[0] not in OPERANDS_ONLY or any(a.startswith("-") for a in argv[1:]):
+        return None
+    from types import SimpleNamespace  # imported by the session's modules anyway (enum, through re)
+
+    return SimpleNamespace(**{OPERANDS_ONLY[argv[0]]: list(argv[1:]), "json": False, "command": argv[0]})
 
 
 def _delegate(name: str, rest: list[str]) -> int:
@@ -184,7 +197,7 @@ def cmd_mounts(args) -> int:
         for path in docker.skipped:
             print(f"rootguard: {_safe(path)} has no place under /workspace; left out of the docker command",
                   file=sys.stderr)
-        _write(" ".join(_shell_quote(a) for a in docker.argv))
+        write(" ".join(_shell_quote(a) for a in docker.argv))
         return 0
     data = reconciliation.to_json()
     data["warnings"] = warnings_of([*session.diagnostics, *reconciliation.diagnostics])
@@ -214,7 +227,7 @@ def cmd_run(args) -> int:
         profile = build_profile(session, cwd=os.getcwd(), toolchain=not args.no_toolchain)
         if args.print:
             line = profile.command_line(command or ["COMMAND"], bwrap=find_bwrap() or "bwrap")
-            _write(_format_command(line, shlex.quote))
+            write(_format_command(line, shlex.quote))
             return 0
         return run(profile, command, landlock_only=args.landlock_only)
     except (ConfinementError, ProfileError) as err:
@@ -334,12 +347,12 @@ def _emit(args, data: dict, text) -> None:
     if getattr(args, "json", False):
         import json
 
-        _write(json.dumps(data, indent=2, ensure_ascii=False))
+        write(json.dumps(data, indent=2, ensure_ascii=False))
     else:
-        _write(text(data))
+        write(text(data))
 
 
-def _write(text: str) -> None:
+def write(text: str) -> None:
     """Print to stdout; a closed pipe (``| head``) ends the output, not the exit code."""
     try:
         sys.stdout.write(text + "\n")
@@ -365,17 +378,17 @@ def _safe(text: str) -> str:
     return one_line(text)
 
 
-def _wants_json(argv: Sequence[str]) -> bool:
+def wants_json(argv: Sequence[str]) -> bool:
     return "--json" in argv[: argv.index("--")] if "--" in argv else "--json" in argv
 
 
 def _fail(argv: Sequence[str], message: str) -> int:
     message = _safe(message)
     print(f"rootguard: {message}", file=sys.stderr)
-    if _wants_json(argv):
+    if wants_json(argv):
         import json
 
-        _write(json.dumps({"error": {"kind": "bad-input", "message": message, "diagnostics": []}}, indent=2))
+        write(json.dumps({"error": {"kind": "bad-input", "message": message, "diagnostics": []}}, indent=2))
     return EXIT_BAD_INPUT
 
 
@@ -390,7 +403,7 @@ def _config_text(d) -> str:
 def _fail_config(argv: Sequence[str], diagnostics) -> int:
     for diagnostic in diagnostics:
         print(f"rootguard: {_safe(_config_text(diagnostic))}", file=sys.stderr)
-    if _wants_json(argv):
+    if wants_json(argv):
         items = []
         for d in diagnostics:
             item = d.to_json()
@@ -402,7 +415,7 @@ def _fail_config(argv: Sequence[str], diagnostics) -> int:
                  "message": "invalid configuration: nothing was checked", "diagnostics": items}
         import json
 
-        _write(json.dumps({"error": error}, indent=2, ensure_ascii=False))
+        write(json.dumps({"error": error}, indent=2, ensure_ascii=False))
     return EXIT_BAD_INPUT
 
 
@@ -418,245 +431,10 @@ def _shell_quote(text: str) -> str:
     return shlex.quote(text)
 
 
-class _VersionAction(argparse.Action):
-    """``--version``: the package metadata is read only when asked (it costs ~0.1 s per start)."""
-
-    def __init__(self, option_strings, dest=argparse.SUPPRESS, default=argparse.SUPPRESS, help=None):
-        super().__init__(option_strings, dest=dest, default=default, nargs=0,
-                         help=help or "show the program's version number and exit")
-
-    def __call__(self, parser, namespace, values, option_string=None) -> None:
-        _write(f"rootguard {_version()}")
-        parser.exit()
-
-
-def _version() -> str:
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version("rootguard")
-    except PackageNotFoundError:
-        from lsp_bridge import __version__
-
-        return __version__
-
-
-def _untranslated_where_no_catalogue() -> None:
-    """argparse passes each of its messages through ``gettext``, which looks on disk for a
-    catalogue for every message and, the first time, imports ``locale`` to expand the
-    language names (~1 ms together, a tenth of a bare interpreter's start). Where the
-    interpreter has no catalogue directory at all (gettext's default one; the CLI binds no
-    other), every lookup returns the message unchanged, so argparse is given that answer
-    directly. Where the directory exists, argparse translates as it always does."""
-    if argparse._ is not _identity and not os.path.isdir(os.path.join(sys.base_prefix, "share", "locale")):  # type: ignore[attr-defined]
-        argparse._ = _identity  # type: ignore[attr-defined]
-        argparse.ngettext = _plural  # type: ignore[attr-defined]
-
-
-def _identity(message: str) -> str:
-    return message
-
-
-def _plural(singular: str, plural: str, n: int) -> str:
-    return singular if n == 1 else plural  # gettext's answer without a catalogue
-
-
-def _columns() -> int:
-    """``shutil.get_terminal_size().columns`` without importing shutil (and bz2, lzma...)
-    on every start: COLUMNS, else the terminal on stdout, else 80."""
-    try:
-        columns = int(os.environ.get("COLUMNS", "0"))
-    except ValueError:
-        columns = 0
-    if columns <= 0:
-        try:
-            columns = os.get_terminal_size(sys.__stdout__.fileno()).columns  # type: ignore[union-attr]
-        except (AttributeError, ValueError, OSError):
-            columns = 0
-    return columns if columns > 0 else 80
-
-
-class _Formatter(argparse.HelpFormatter):
-    """argparse's help layout; the width is found as argparse finds it, minus its shutil import."""
-
-    def __init__(self, prog: str, indent_increment: int = 2, max_help_position: int = 24,
-                 width: int | None = None) -> None:
-        super().__init__(prog, indent_increment, max_help_position, _columns() - 2 if width is None else width)
-
-
-class _Parser(argparse.ArgumentParser):
-    """Usage errors are one line on stderr and exit 2 (``--json``: an error object too);
-    ``rootguard run`` exits 125 instead, leaving 1 and 2 to COMMAND."""
-
-    run_mode = False  # set on the top-level parser when the command is ``run``
-
-    def __init__(self, *args, listed_only: bool = False, **kwargs) -> None:
-        if listed_only:  # a command that is not being run: only its name and help line are used
-            self.prog = kwargs["prog"]
-            return
-        kwargs.setdefault("formatter_class", _Formatter)
-        super().__init__(*args, **kwargs)
-
-    def error(self, message: str) -> NoReturn:
-        if self.prog.split()[-1:] == ["run"] or self.run_mode:
-            print(f"{self.prog}: error: {message}; COMMAND was not run (see {self.prog} --help)", file=sys.stderr)
-            sys.exit(EXIT_UNCONFINED)
-        print(f"{self.prog}: error: {message} (see {self.prog} --help)", file=sys.stderr)
-        if _wants_json(sys.argv[1:]):
-            import json
-
-            _write(json.dumps({"error": {"kind": "bad-input", "message": message, "diagnostics": []}}))
-        sys.exit(EXIT_BAD_INPUT)
-
-
-JSON_HELP = "print the stable JSON object (docs/cli.md) instead of text"
-
-
-class _Absorb:
-    """Stands for the parser of a command that is not being run: every call is ignored."""
-
-    def __getattr__(self, name: str):
-        return lambda *args, **kwargs: self
-
-
-class _OnlyOne:
-    """Every command is registered (so the names, the choices and their errors stay the same),
-    but only ``only``'s options are built: building them all costs more than a command's own
-    work (``roots``, ``check``). ``only=None``: all of them (``rootguard --help``).
-
-    The others are names in the list only: argparse never parses with a command's parser
-    unless that command is the one given, which is ``only``, so theirs is not even set up
-    (setting up an ``ArgumentParser`` looks its message catalogue up on disk several times)."""
-
-    def __init__(self, sub, only: str | None) -> None:
-        self.sub, self.only = sub, only
-
-    def add_parser(self, name: str, **kwargs):
-        if self.only is None or name == self.only:
-            return self.sub.add_parser(name, **kwargs)
-        self.listed(name, kwargs.get("help"))
-        return _Absorb()
-
-    def listed(self, name: str, text: str | None) -> None:
-        """``name`` in the list and the choices, with no parser of its own (never run)."""
-        self.sub.add_parser(name, help=text, add_help=False, listed_only=True)
-
-
-def _parser(only: str | None = None) -> _Parser:
-    parser = _Parser(
-        prog="rootguard",
-        description="Root Guard: keep an AI agent's file access as narrow as you meant it.",
-        epilog="Exit codes: 0 success (check: allow), 1 check: deny, 3 check: request, "
-               "2 bad input or invalid configuration. See docs/cli.md.",
-    )
-    parser.add_argument("--version", action=_VersionAction, help="show the version and exit")
-    sub = _OnlyOne(parser.add_subparsers(metavar="COMMAND", parser_class=_Parser), only)
-
-    p = sub.add_parser("roots", help="effective roots of FOLDERs: union, shadowed entries, worktrees",
-                       description="Show the effective roots of an editor window opened on FOLDERs.")
-    p.add_argument("folders", nargs="+", metavar="FOLDER", help="a workspace folder, as the editor sends it")
-    p.add_argument("--json", action="store_true", help=JSON_HELP)
-    p.set_defaults(run=cmd_roots)
-
-    p = sub.add_parser("check", help="decide one access: allow, request or deny",
-                       description="Decide one access. Exit status: 0 allow, 1 deny, 3 request, "
-                                   "2 bad input or invalid configuration.")
-    p.add_argument("--root", action="append", required=True, metavar="FOLDER",
-                   help="a workspace folder (repeat for more; never the current directory)")
-    p.add_argument("--op", required=True, choices=["read", "write", "delete", "rename", "metadata"],
-                   help="the operation to decide")
-    p.add_argument("path", metavar="PATH", help="the path accessed (relative: from the first --root)")
-    p.add_argument("dest", nargs="?", metavar="DEST", help="the destination, for --op rename only")
-    p.add_argument("--json", action="store_true", help=JSON_HELP)
-    p.set_defaults(run=cmd_check)
-
-    p = sub.add_parser("inventory", help="what adding a folder hands over",
-                       description="What adding FOLDER to the --root folders hands over: files, "
-                                   "credentials, git history, sibling packages, CI roles.")
-    p.add_argument("--root", action="append", required=True, metavar="FOLDER",
-                   help="a folder already open (repeat for more)")
-    p.add_argument("--add", required=True, metavar="FOLDER", help="the folder being added")
-    p.add_argument("--json", action="store_true", help=JSON_HELP)
-    p.set_defaults(run=cmd_inventory)
-
-    p = sub.add_parser("mounts", help="mount reconciliation and the suggested narrow mount set",
-                       description="Compare configured mounts with the union of FOLDERs and suggest "
-                                   "the narrow mount set a container needs.")
-    p.add_argument("folders", nargs="+", metavar="FOLDER", help="a workspace folder, as the editor sends it")
-    p.add_argument("--json", action="store_true", help=JSON_HELP)
-    p.add_argument("--docker", action="store_true",
-                   help="print a whole docker run command with the same mount set as rootguard run")
-    p.add_argument("--image", default="IMAGE", help="the image for --docker (default: the placeholder IMAGE)")
-    p.add_argument("--program", default="docker", choices=["docker", "podman"], help="docker or podman for --docker")
-    p.set_defaults(run=cmd_mounts)
-
-    p = sub.add_parser(
-        "run", help="run COMMAND with the file system narrowed by the kernel to the effective policy",
-        description="Run COMMAND and its children in a bubblewrap sandbox (plus Landlock inside) built from the "
-        "session's effective policy. Exit status: COMMAND's own; 125 when confinement cannot be set up "
-        "(COMMAND is never run unconfined). See docs/confinement.md.",
-    )
-    p.add_argument("--root", action="append", default=[], metavar="FOLDER",
-                   help="a workspace folder (repeat for more; without one only system directories are visible)")
-    p.add_argument("--print", action="store_true", help="print the sandbox command line and exit")
-    p.add_argument("--no-toolchain", action="store_true",
-                   help="leave out the toolchain mounts (pnpm store, configuration files above the root)")
-    p.add_argument("--landlock-only", action="store_true",
-                   help="without bubblewrap, run under Landlock alone (degraded: no masks, no read-only .git)")
-    p.add_argument("command", nargs=argparse.REMAINDER, metavar="-- COMMAND [ARG...]")
-    p.set_defaults(run=cmd_run)
-
-    p = sub.add_parser("config", help="configuration tools", description="Configuration tools.")
-    csub = p.add_subparsers(metavar="ACTION", parser_class=_Parser)
-    m = csub.add_parser("migrate", help="translate a version 1 file to version 2",
-                        description="Translate a version 1 configuration file to version 2 (a diff "
-                                    "by default). Exit status: 0 done or already current, 1 needs "
-                                    "migration (with --check), 2 bad input or invalid file.")
-    mode = m.add_mutually_exclusive_group()
-    mode.add_argument("--write", action="store_true", help="write it (keeps FILE.v1.bak)")
-    mode.add_argument("--check", action="store_true",
-                      help="change nothing; exit 0 current, 1 needs migration, 2 invalid")
-    m.add_argument("file", nargs="?", metavar="FILE", help="the file (default: the user configuration file)")
-    m.set_defaults(run=cmd_config_migrate)
-
-    p = sub.add_parser("demo", help="build a demo monorepo and show what widening it hands over",
-                       description="Build a small monorepo in a temporary folder, open a package as an "
-                                   "editor would, add the repository root, and show the report.")
-    p.add_argument("--keep", action="store_true", help="keep the demo folder (its path is printed)")
-    p.add_argument("--json", action="store_true", help="print the reports as one JSON object")
-    p.set_defaults(run=cmd_demo)
-
-    p = sub.add_parser(
-        "trace", help="run COMMAND traced; propose the named-file grants it needs outside the roots",
-        description="Run COMMAND once in the first root with the disk read-only and the roots writable, traced by "
-        "strace; report what it used outside the roots, the read-only grants to add to the user file (never a "
-        "credential file or a denied path) and the quiet failures. COMMAND's output goes to stderr. Exit status: "
-        "0 when the trace ran, 125 when it cannot trace here (no strace or bubblewrap, ptrace not allowed), "
-        "2 bad input. See docs/trace.md.",
-    )
-    p.add_argument("--root", action="append", default=[], metavar="FOLDER", help="a workspace folder (repeat for more)")
-    p.add_argument("--json", action="store_true", help=JSON_HELP)
-    p.add_argument("--enforced", action="store_true",
-                   help="run in rounds under rootguard run's narrow sandbox, adding what each round could not find")
-    p.add_argument("command", nargs=argparse.REMAINDER, metavar="-- COMMAND [ARG...]")
-    p.set_defaults(run=cmd_trace)
-
-    p = sub.add_parser(
-        "probe", help="the boundary test matrix for any stdio MCP server ({root} = the narrow root)",
-        description="Build a fixture in a temporary folder (a narrow root, a prefix sibling, an outside secret, "
-        "links), start SERVER_COMMAND with {root} replaced by the narrow root, and call every tool that takes a "
-        "path with inside / outside / prefix-sibling / traversal / encoded / absolute / symlink-out / dangling "
-        "targets. Exit status: 0 every path-taking tool tested and nothing outside served, 1 otherwise, "
-        "2 the server cannot be started. See docs/probe.md.",
-    )
-    p.add_argument("--json", action="store_true", help=JSON_HELP)
-    p.add_argument("--trace", action="store_true", help="also trace the server and list what it opened outside")
-    p.add_argument("command", nargs=argparse.REMAINDER, metavar="-- SERVER_COMMAND [ARG...]")
-    p.set_defaults(run=cmd_probe)
-
-    for name, (_, text, _) in DELEGATED.items():  # listed for --help; main() dispatches them
-        sub.listed(name, text)
-    return parser
+COMMANDS = {
+    "roots": cmd_roots, "check": cmd_check, "inventory": cmd_inventory, "mounts": cmd_mounts, "run": cmd_run,
+    "config migrate": cmd_config_migrate, "demo": cmd_demo, "trace": cmd_trace, "probe": cmd_probe,
+}
 
 
 if __name__ == "__main__":  # pragma: no cover

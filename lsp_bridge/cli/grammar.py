@@ -1,0 +1,274 @@
+"""The ``rootguard`` command line's grammar: argparse, its help and its usage errors.
+
+``parse(argv)`` gives the arguments of one command, with ``command`` naming it
+(``main.COMMANDS``); ``main`` imports this module only when an invocation needs it
+(every one but the plain ``rootguard roots FOLDER...``: ``main.plain_operands``).
+Usage errors are one line on stderr and exit 2 (``--json``: an error object on stdout
+too); ``rootguard run``'s are 125, leaving 1 and 2 to its COMMAND.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Sequence
+
+from lsp_bridge.cli.main import DELEGATED, EXIT_BAD_INPUT, EXIT_UNCONFINED, wants_json, write
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at start-up (core/record.py)
+if TYPE_CHECKING:
+    from typing import NoReturn
+
+
+def parse(argv: Sequence[str]) -> argparse.Namespace | None:
+    """The arguments of the command in ``argv``; None (help printed) when no command is given."""
+    _untranslated_where_no_catalogue()
+    parser = _parser(only=argv[0] if argv and not argv[0].startswith("-") else None)
+    parser.run_mode = argv[:1] == ["run"]  # its usage errors are 125
+    args = parser.parse_args(argv)
+    if not getattr(args, "command", None):
+        parser.print_help(sys.stderr)
+        return None
+    return args
+
+
+class _VersionAction(argparse.Action):
+    """``--version``: the package metadata is read only when asked (it costs ~0.1 s per start)."""
+
+    def __init__(self, option_strings, dest=argparse.SUPPRESS, default=argparse.SUPPRESS, help=None):
+        super().__init__(option_strings, dest=dest, default=default, nargs=0,
+                         help=help or "show the program's version number and exit")
+
+    def __call__(self, parser, namespace, values, option_string=None) -> None:
+        write(f"rootguard {_version()}")
+        parser.exit()
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("rootguard")
+    except PackageNotFoundError:
+        from lsp_bridge import __version__
+
+        return __version__
+
+
+def _untranslated_where_no_catalogue() -> None:
+    """argparse passes each of its messages through ``gettext``, which looks on disk for a
+    catalogue for every message and, the first time, imports ``locale`` to expand the
+    language names (~1 ms together, a tenth of a bare interpreter's start). Where the
+    interpreter has no catalogue directory at all (gettext's default one; the CLI binds no
+    other), every lookup returns the message unchanged, so argparse is given that answer
+    directly. Where the directory exists, argparse translates as it always does."""
+    if argparse._ is not _identity and not os.path.isdir(os.path.join(sys.base_prefix, "share", "locale")):  # type: ignore[attr-defined]
+        argparse._ = _identity  # type: ignore[attr-defined]
+        argparse.ngettext = _plural  # type: ignore[attr-defined]
+
+
+def _identity(message: str) -> str:
+    return message
+
+
+def _plural(singular: str, plural: str, n: int) -> str:
+    return singular if n == 1 else plural  # gettext's answer without a catalogue
+
+
+def _columns() -> int:
+    """``shutil.get_terminal_size().columns`` without importing shutil (and bz2, lzma...)
+    on every start: COLUMNS, else the terminal on stdout, else 80."""
+    try:
+        columns = int(os.environ.get("COLUMNS", "0"))
+    except ValueError:
+        columns = 0
+    if columns <= 0:
+        try:
+            columns = os.get_terminal_size(sys.__stdout__.fileno()).columns  # type: ignore[union-attr]
+        except (AttributeError, ValueError, OSError):
+            columns = 0
+    return columns if columns > 0 else 80
+
+
+class _Formatter(argparse.HelpFormatter):
+    """argparse's help layout; the width is found as argparse finds it, minus its shutil import."""
+
+    def __init__(self, prog: str, indent_increment: int = 2, max_help_position: int = 24,
+                 width: int | None = None) -> None:
+        super().__init__(prog, indent_increment, max_help_position, _columns() - 2 if width is None else width)
+
+
+class _Parser(argparse.ArgumentParser):
+    """Usage errors are one line on stderr and exit 2 (``--json``: an error object too);
+    ``rootguard run`` exits 125 instead, leaving 1 and 2 to COMMAND."""
+
+    run_mode = False  # set on the top-level parser when the command is ``run``
+
+    def __init__(self, *args, listed_only: bool = False, **kwargs) -> None:
+        if listed_only:  # a command that is not being run: only its name and help line are used
+            self.prog = kwargs["prog"]
+            return
+        kwargs.setdefault("formatter_class", _Formatter)
+        super().__init__(*args, **kwargs)
+
+    def error(self, message: str) -> NoReturn:
+        if self.prog.split()[-1:] == ["run"] or self.run_mode:
+            print(f"{self.prog}: error: {message}; COMMAND was not run (see {self.prog} --help)", file=sys.stderr)
+            sys.exit(EXIT_UNCONFINED)
+        print(f"{self.prog}: error: {message} (see {self.prog} --help)", file=sys.stderr)
+        if wants_json(sys.argv[1:]):
+            import json
+
+            write(json.dumps({"error": {"kind": "bad-input", "message": message, "diagnostics": []}}))
+        sys.exit(EXIT_BAD_INPUT)
+
+
+JSON_HELP = "print the stable JSON object (docs/cli.md) instead of text"
+
+
+class _Absorb:
+    """Stands for the parser of a command that is not being run: every call is ignored."""
+
+    def __getattr__(self, name: str):
+        return lambda *args, **kwargs: self
+
+
+class _OnlyOne:
+    """Every command is registered (so the names, the choices and their errors stay the same),
+    but only ``only``'s options are built: building them all costs more than a command's own
+    work (``roots``, ``check``). ``only=None``: all of them (``rootguard --help``).
+
+    The others are names in the list only: argparse never parses with a command's parser
+    unless that command is the one given, which is ``only``, so theirs is not even set up
+    (setting up an ``ArgumentParser`` looks its message catalogue up on disk several times)."""
+
+    def __init__(self, sub, only: str | None) -> None:
+        self.sub, self.only = sub, only
+
+    def add_parser(self, name: str, **kwargs):
+        if self.only is None or name == self.only:
+            return self.sub.add_parser(name, **kwargs)
+        self.listed(name, kwargs.get("help"))
+        return _Absorb()
+
+    def listed(self, name: str, text: str | None) -> None:
+        """``name`` in the list and the choices, with no parser of its own (never run)."""
+        self.sub.add_parser(name, help=text, add_help=False, listed_only=True)
+
+
+def _parser(only: str | None = None) -> _Parser:
+    parser = _Parser(
+        prog="rootguard",
+        description="Root Guard: keep an AI agent's file access as narrow as you meant it.",
+        epilog="Exit codes: 0 success (check: allow), 1 check: deny, 3 check: request, "
+               "2 bad input or invalid configuration. See docs/cli.md.",
+    )
+    parser.add_argument("--version", action=_VersionAction, help="show the version and exit")
+    sub = _OnlyOne(parser.add_subparsers(metavar="COMMAND", parser_class=_Parser), only)
+
+    p = sub.add_parser("roots", help="effective roots of FOLDERs: union, shadowed entries, worktrees",
+                       description="Show the effective roots of an editor window opened on FOLDERs.")
+    p.add_argument("folders", nargs="+", metavar="FOLDER", help="a workspace folder, as the editor sends it")
+    p.add_argument("--json", action="store_true", help=JSON_HELP)
+    p.set_defaults(command="roots")
+
+    p = sub.add_parser("check", help="decide one access: allow, request or deny",
+                       description="Decide one access. Exit status: 0 allow, 1 deny, 3 request, "
+                                   "2 bad input or invalid configuration.")
+    p.add_argument("--root", action="append", required=True, metavar="FOLDER",
+                   help="a workspace folder (repeat for more; never the current directory)")
+    p.add_argument("--op", required=True, choices=["read", "write", "delete", "rename", "metadata"],
+                   help="the operation to decide")
+    p.add_argument("path", metavar="PATH", help="the path accessed (relative: from the first --root)")
+    p.add_argument("dest", nargs="?", metavar="DEST", help="the destination, for --op rename only")
+    p.add_argument("--json", action="store_true", help=JSON_HELP)
+    p.set_defaults(command="check")
+
+    p = sub.add_parser("inventory", help="what adding a folder hands over",
+                       description="What adding FOLDER to the --root folders hands over: files, "
+                                   "credentials, git history, sibling packages, CI roles.")
+    p.add_argument("--root", action="append", required=True, metavar="FOLDER",
+                   help="a folder already open (repeat for more)")
+    p.add_argument("--add", required=True, metavar="FOLDER", help="the folder being added")
+    p.add_argument("--json", action="store_true", help=JSON_HELP)
+    p.set_defaults(command="inventory")
+
+    p = sub.add_parser("mounts", help="mount reconciliation and the suggested narrow mount set",
+                       description="Compare configured mounts with the union of FOLDERs and suggest "
+                                   "the narrow mount set a container needs.")
+    p.add_argument("folders", nargs="+", metavar="FOLDER", help="a workspace folder, as the editor sends it")
+    p.add_argument("--json", action="store_true", help=JSON_HELP)
+    p.add_argument("--docker", action="store_true",
+                   help="print a whole docker run command with the same mount set as rootguard run")
+    p.add_argument("--image", default="IMAGE", help="the image for --docker (default: the placeholder IMAGE)")
+    p.add_argument("--program", default="docker", choices=["docker", "podman"], help="docker or podman for --docker")
+    p.set_defaults(command="mounts")
+
+    p = sub.add_parser(
+        "run", help="run COMMAND with the file system narrowed by the kernel to the effective policy",
+        description="Run COMMAND and its children in a bubblewrap sandbox (plus Landlock inside) built from the "
+        "session's effective policy. Exit status: COMMAND's own; 125 when confinement cannot be set up "
+        "(COMMAND is never run unconfined). See docs/confinement.md.",
+    )
+    p.add_argument("--root", action="append", default=[], metavar="FOLDER",
+                   help="a workspace folder (repeat for more; without one only system directories are visible)")
+    p.add_argument("--print", action="store_true", help="print the sandbox command line and exit")
+    p.add_argument("--no-toolchain", action="store_true",
+                   help="leave out the toolchain mounts (pnpm store, configuration files above the root)")
+    p.add_argument("--landlock-only", action="store_true",
+                   help="without bubblewrap, run under Landlock alone (degraded: no masks, no read-only .git)")
+    p.add_argument("command", nargs=argparse.REMAINDER, metavar="-- COMMAND [ARG...]")
+    p.set_defaults(command="run")
+
+    p = sub.add_parser("config", help="configuration tools", description="Configuration tools.")
+    csub = p.add_subparsers(metavar="ACTION", parser_class=_Parser)
+    m = csub.add_parser("migrate", help="translate a version 1 file to version 2",
+                        description="Translate a version 1 configuration file to version 2 (a diff "
+                                    "by default). Exit status: 0 done or already current, 1 needs "
+                                    "migration (with --check), 2 bad input or invalid file.")
+    mode = m.add_mutually_exclusive_group()
+    mode.add_argument("--write", action="store_true", help="write it (keeps FILE.v1.bak)")
+    mode.add_argument("--check", action="store_true",
+                      help="change nothing; exit 0 current, 1 needs migration, 2 invalid")
+    m.add_argument("file", nargs="?", metavar="FILE", help="the file (default: the user configuration file)")
+    m.set_defaults(command="config migrate")
+
+    p = sub.add_parser("demo", help="build a demo monorepo and show what widening it hands over",
+                       description="Build a small monorepo in a temporary folder, open a package as an "
+                                   "editor would, add the repository root, and show the report.")
+    p.add_argument("--keep", action="store_true", help="keep the demo folder (its path is printed)")
+    p.add_argument("--json", action="store_true", help="print the reports as one JSON object")
+    p.set_defaults(command="demo")
+
+    p = sub.add_parser(
+        "trace", help="run COMMAND traced; propose the named-file grants it needs outside the roots",
+        description="Run COMMAND once in the first root with the disk read-only and the roots writable, traced by "
+        "strace; report what it used outside the roots, the read-only grants to add to the user file (never a "
+        "credential file or a denied path) and the quiet failures. COMMAND's output goes to stderr. Exit status: "
+        "0 when the trace ran, 125 when it cannot trace here (no strace or bubblewrap, ptrace not allowed), "
+        "2 bad input. See docs/trace.md.",
+    )
+    p.add_argument("--root", action="append", default=[], metavar="FOLDER", help="a workspace folder (repeat for more)")
+    p.add_argument("--json", action="store_true", help=JSON_HELP)
+    p.add_argument("--enforced", action="store_true",
+                   help="run in rounds under rootguard run's narrow sandbox, adding what each round could not find")
+    p.add_argument("command", nargs=argparse.REMAINDER, metavar="-- COMMAND [ARG...]")
+    p.set_defaults(command="trace")
+
+    p = sub.add_parser(
+        "probe", help="the boundary test matrix for any stdio MCP server ({root} = the narrow root)",
+        description="Build a fixture in a temporary folder (a narrow root, a prefix sibling, an outside secret, "
+        "links), start SERVER_COMMAND with {root} replaced by the narrow root, and call every tool that takes a "
+        "path with inside / outside / prefix-sibling / traversal / encoded / absolute / symlink-out / dangling "
+        "targets. Exit status: 0 every path-taking tool tested and nothing outside served, 1 otherwise, "
+        "2 the server cannot be started. See docs/probe.md.",
+    )
+    p.add_argument("--json", action="store_true", help=JSON_HELP)
+    p.add_argument("--trace", action="store_true", help="also trace the server and list what it opened outside")
+    p.add_argument("command", nargs=argparse.REMAINDER, metavar="-- SERVER_COMMAND [ARG...]")
+    p.set_defaults(command="probe")
+
+    for name, (_, text, _) in DELEGATED.items():  # listed for --help; main() dispatches them
+        sub.listed(name, text)
+    return parser

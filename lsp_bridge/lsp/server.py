@@ -276,7 +276,6 @@ class RootGuardServer(LanguageServer):
         self.publish_config_diagnostics()
         await warmed
         await self._yield_to_inventory()
-        self._prime_protocol()
         before = to_json(self.tracker.status())
         self.refresh_watches(since)
         # Read again now that the watches run: what changed on disk since the first read was
@@ -297,8 +296,11 @@ class RootGuardServer(LanguageServer):
         """Build now the (de)serializers of the messages a widening exchanges.
 
         lsprotocol's converter writes each message type's code on its first use
-        (about a millisecond for the folder change): done here, after the warm-up,
-        not while the person waits for the warning."""
+        (~2.8 ms for all of them, ~1 ms the folder change alone). Done right after
+        ``initialize`` is answered, while the client prepares ``initialized``: not
+        while a person who adds a folder the moment the window is up waits for the
+        warning (``bench_lsp.py``, "added right at start-up": 24.9 -> 23.2 ms, A/B;
+        spawn -> first status unchanged, 1.00x the minimal server)."""
         from lsprotocol import types as t
 
         try:
@@ -663,7 +665,9 @@ def on_initialize(ls: RootGuardServer, params: types.InitializeParams) -> None:
     if params.client_info and params.client_info.name:
         ls.client_name = params.client_info.name[:200]
     log.info("initialize from %s with %d folder(s)", ls.client_name, len(ls.folders))
-    asyncio.get_running_loop().call_later(GC_FALLBACK, collect_garbage_again)  # no initialized: not off for ever
+    loop = asyncio.get_running_loop()
+    loop.call_soon(ls._prime_protocol)  # while the client answers the result with ``initialized``
+    loop.call_later(GC_FALLBACK, collect_garbage_again)  # no initialized: not off for ever
 
 
 def collect_garbage_again() -> None:

@@ -165,27 +165,33 @@ class RootGuardServer(LanguageServer):
     def announce_widening(self, line: str) -> None:
         """The one line, with actions where the client has them; then the full report to the log.
 
-        The line goes out first: it is what the person waits for (building and sending the
-        report takes about a millisecond). The request is sent by the task's first step,
-        which runs before the log's callback (both queued on the loop, in that order)."""
+        The line goes out first, here and now: it is what the person waits for. The status
+        sent after it and the report for the log (about a millisecond to build, on the
+        loop's next turn) follow it; the answer to the actions is awaited by a task."""
         window = self.client_capabilities.window
         if window is None or window.show_message is None:
             self.warn(line)
         else:
-            self._spawn(self._ask_about_widening(line))
+            params = types.ShowMessageRequestParams(
+                type=types.MessageType.Warning,
+                message=line,
+                actions=[types.MessageActionItem(title=SHOW_REPORT), types.MessageActionItem(title=ACKNOWLEDGE_ACTION)],
+            )
+            try:
+                answer = asyncio.wrap_future(self.window_show_message_request(params))
+            except Exception as err:  # the request could not be sent: the plain warning, never nothing
+                log.info("showMessageRequest failed (%s); sending showMessage", err)
+                self.warn(line)
+            else:
+                self._spawn(self._act_on_widening_answer(answer, line))
         asyncio.get_running_loop().call_soon(self._log_report)
 
     def _log_report(self) -> None:
         self.window_log_message(types.LogMessageParams(type=types.MessageType.Warning, message=self.tracker.report()))
 
-    async def _ask_about_widening(self, line: str) -> None:
-        params = types.ShowMessageRequestParams(
-            type=types.MessageType.Warning,
-            message=line,
-            actions=[types.MessageActionItem(title=SHOW_REPORT), types.MessageActionItem(title=ACKNOWLEDGE_ACTION)],
-        )
+    async def _act_on_widening_answer(self, answer: asyncio.Future, line: str) -> None:
         try:
-            choice = await self.window_show_message_request_async(params)
+            choice = await answer
         except Exception as err:  # the client could not show it: the plain warning, never nothing
             log.info("showMessageRequest failed (%s); sending showMessage", err)
             self.warn(line)

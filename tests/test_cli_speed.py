@@ -169,6 +169,15 @@ def test_plain_roots_is_read_as_the_grammar_reads_it(argv: list[str]):
     assert vars(plain) == vars(parsed)
 
 
+@pytest.mark.parametrize("name", ["run", "trace", "probe"])
+def test_a_command_operand_is_not_the_subcommand(name: str):
+    """``run``, ``trace`` and ``probe`` take a COMMAND operand; the grammar names the subcommand apart."""
+    from lsp_bridge.cli import grammar
+
+    args = grammar.parse([name, "--", "echo", "hi"])
+    assert args is not None and args.subcommand == name and list(args.command)[-2:] == ["echo", "hi"]
+
+
 @pytest.mark.parametrize("argv", [
     [], ["roots"], ["roots", "--json", "a"], ["roots", "a", "--json"], ["roots", "--", "a"], ["roots", "-"],
     ["roots", "-h"], ["roots", "-1"], ["check", "a"], ["mounts", "a"], ["--version"], ["rots", "a"],

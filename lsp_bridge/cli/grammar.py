@@ -1,6 +1,6 @@
 """The ``rootguard`` command line's grammar: argparse, its help and its usage errors.
 
-``parse(argv)`` gives the arguments of one command, with ``command`` naming it
+``parse(argv)`` gives the arguments of one command, with ``subcommand`` naming it
 (``main.COMMANDS``); ``main`` imports this module only when an invocation needs it
 (every one but the plain ``rootguard roots FOLDER...``: ``main.plain_operands``).
 Usage errors are one line on stderr and exit 2 (``--json``: an error object on stdout
@@ -27,7 +27,7 @@ def parse(argv: Sequence[str]) -> argparse.Namespace | None:
     parser = _parser(only=argv[0] if argv and not argv[0].startswith("-") else None)
     parser.run_mode = argv[:1] == ["run"]  # its usage errors are 125
     args = parser.parse_args(argv)
-    if not getattr(args, "command", None):
+    if not getattr(args, "subcommand", None):
         parser.print_help(sys.stderr)
         return None
     return args
@@ -171,7 +171,7 @@ def _parser(only: str | None = None) -> _Parser:
                        description="Show the effective roots of an editor window opened on FOLDERs.")
     p.add_argument("folders", nargs="+", metavar="FOLDER", help="a workspace folder, as the editor sends it")
     p.add_argument("--json", action="store_true", help=JSON_HELP)
-    p.set_defaults(command="roots")
+    p.set_defaults(subcommand="roots")
 
     p = sub.add_parser("check", help="decide one access: allow, request or deny",
                        description="Decide one access. Exit status: 0 allow, 1 deny, 3 request, "
@@ -183,7 +183,7 @@ def _parser(only: str | None = None) -> _Parser:
     p.add_argument("path", metavar="PATH", help="the path accessed (relative: from the first --root)")
     p.add_argument("dest", nargs="?", metavar="DEST", help="the destination, for --op rename only")
     p.add_argument("--json", action="store_true", help=JSON_HELP)
-    p.set_defaults(command="check")
+    p.set_defaults(subcommand="check")
 
     p = sub.add_parser("inventory", help="what adding a folder hands over",
                        description="What adding FOLDER to the --root folders hands over: files, "
@@ -192,7 +192,7 @@ def _parser(only: str | None = None) -> _Parser:
                    help="a folder already open (repeat for more)")
     p.add_argument("--add", required=True, metavar="FOLDER", help="the folder being added")
     p.add_argument("--json", action="store_true", help=JSON_HELP)
-    p.set_defaults(command="inventory")
+    p.set_defaults(subcommand="inventory")
 
     p = sub.add_parser("mounts", help="mount reconciliation and the suggested narrow mount set",
                        description="Compare configured mounts with the union of FOLDERs and suggest "
@@ -203,7 +203,7 @@ def _parser(only: str | None = None) -> _Parser:
                    help="print a whole docker run command with the same mount set as rootguard run")
     p.add_argument("--image", default="IMAGE", help="the image for --docker (default: the placeholder IMAGE)")
     p.add_argument("--program", default="docker", choices=["docker", "podman"], help="docker or podman for --docker")
-    p.set_defaults(command="mounts")
+    p.set_defaults(subcommand="mounts")
 
     p = sub.add_parser(
         "run", help="run COMMAND with the file system narrowed by the kernel to the effective policy",
@@ -219,7 +219,7 @@ def _parser(only: str | None = None) -> _Parser:
     p.add_argument("--landlock-only", action="store_true",
                    help="without bubblewrap, run under Landlock alone (degraded: no masks, no read-only .git)")
     p.add_argument("command", nargs=argparse.REMAINDER, metavar="-- COMMAND [ARG...]")
-    p.set_defaults(command="run")
+    p.set_defaults(subcommand="run")
 
     p = sub.add_parser("config", help="configuration tools", description="Configuration tools.")
     csub = p.add_subparsers(metavar="ACTION", parser_class=_Parser)
@@ -232,14 +232,14 @@ def _parser(only: str | None = None) -> _Parser:
     mode.add_argument("--check", action="store_true",
                       help="change nothing; exit 0 current, 1 needs migration, 2 invalid")
     m.add_argument("file", nargs="?", metavar="FILE", help="the file (default: the user configuration file)")
-    m.set_defaults(command="config migrate")
+    m.set_defaults(subcommand="config migrate")
 
     p = sub.add_parser("demo", help="build a demo monorepo and show what widening it hands over",
                        description="Build a small monorepo in a temporary folder, open a package as an "
                                    "editor would, add the repository root, and show the report.")
     p.add_argument("--keep", action="store_true", help="keep the demo folder (its path is printed)")
     p.add_argument("--json", action="store_true", help="print the reports as one JSON object")
-    p.set_defaults(command="demo")
+    p.set_defaults(subcommand="demo")
 
     p = sub.add_parser(
         "trace", help="run COMMAND traced; propose the named-file grants it needs outside the roots",
@@ -254,7 +254,7 @@ def _parser(only: str | None = None) -> _Parser:
     p.add_argument("--enforced", action="store_true",
                    help="run in rounds under rootguard run's narrow sandbox, adding what each round could not find")
     p.add_argument("command", nargs=argparse.REMAINDER, metavar="-- COMMAND [ARG...]")
-    p.set_defaults(command="trace")
+    p.set_defaults(subcommand="trace")
 
     p = sub.add_parser(
         "probe", help="the boundary test matrix for any stdio MCP server ({root} = the narrow root)",
@@ -267,7 +267,7 @@ def _parser(only: str | None = None) -> _Parser:
     p.add_argument("--json", action="store_true", help=JSON_HELP)
     p.add_argument("--trace", action="store_true", help="also trace the server and list what it opened outside")
     p.add_argument("command", nargs=argparse.REMAINDER, metavar="-- SERVER_COMMAND [ARG...]")
-    p.set_defaults(command="probe")
+    p.set_defaults(subcommand="probe")
 
     for name, (_, text, _) in DELEGATED.items():  # listed for --help; main() dispatches them
         sub.listed(name, text)

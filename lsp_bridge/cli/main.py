@@ -67,7 +67,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 return EXIT_BAD_INPUT
         if argv[0] not in BOUNDED:
             collector.resume()
-        return COMMANDS[args.command](args)
+        return COMMANDS[args.subcommand](args)
     except UsageError as err:
         return _fail(argv, str(err))
     except ConfigError as err:
@@ -106,7 +106,7 @@ def plain_operands(argv: Sequence[str]):
         return None
     from types import SimpleNamespace  # imported by the session's modules anyway (enum, through re)
 
-    return SimpleNamespace(**{OPERANDS_ONLY[argv[0]]: list(argv[1:]), "json": False, "command": argv[0]})
+    return SimpleNamespace(**{OPERANDS_ONLY[argv[0]]: list(argv[1:]), "json": False, "subcommand": argv[0]})
 
 
 def _delegate(name: str, rest: list[str]) -> int:

@@ -452,9 +452,12 @@ class RootGuardServer(LanguageServer):
             return True  # acknowledged (or narrowed) meanwhile
         if self.tracker.inventory_span() != (scan.reference, scan.current):
             return not self.tracker.inventory_pending  # superseded by a newer change
-        self.tracker.inventory_done(report.to_json(), report.describe(), summary=report.summary_line())
+        self.tracker.inventory_done(report.to_json(), summary=report.summary_line())
         if warn:
             self.announce_widening(self.tracker.warning_line(self.tracker.inventory))
+        # The report's human lines are for the log and the report document, both after the
+        # line: rendered once it is out (~0.25 ms on a 6k-file inventory, hot).
+        self.tracker.inventory_described(report.describe())
         self.send_status()
         return True
 

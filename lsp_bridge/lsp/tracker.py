@@ -193,13 +193,17 @@ class RootTracker:
 
         return user_config_path(self.env)
 
-    def inventory_done(self, report: dict | None, lines: Sequence[str] = (), error: str | None = None,
-                       summary: str | None = None) -> None:
-        """The inventory finished: its JSON report, human lines and one-line summary
-        (``InventoryReport.describe`` and ``summary_line``: rendered there, once), or the error."""
+    def inventory_done(self, report: dict | None, error: str | None = None, summary: str | None = None) -> None:
+        """The inventory finished: its JSON report and one-line summary (``summary_line``:
+        rendered there, once), or the error. Its human lines follow (``inventory_described``)."""
         self.inventory, self.inventory_pending = report, False
-        self.inventory_lines, self.inventory_error = tuple(lines), error
+        self.inventory_lines, self.inventory_error = (), error
         self.inventory_summary = summary
+
+    def inventory_described(self, lines: Sequence[str]) -> None:
+        """The finished inventory's human lines (``InventoryReport.describe``), which the
+        server renders after the warning has gone out (the log and the report need them)."""
+        self.inventory_lines = tuple(lines)
 
     def set_mounts(self, reconciliation) -> None:
         self.mounts = reconciliation.to_json()

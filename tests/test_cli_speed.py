@@ -178,6 +178,14 @@ def test_a_command_operand_is_not_the_subcommand(name: str):
     assert args is not None and args.subcommand == name and list(args.command)[-2:] == ["echo", "hi"]
 
 
+@pytest.mark.parametrize("argv", [[], ["config"]])
+def test_no_command_to_run_is_the_help(argv: list[str], capsys: pytest.CaptureFixture[str]):
+    from lsp_bridge.cli import grammar
+
+    assert grammar.parse(argv) is None
+    assert "usage: rootguard" in capsys.readouterr().err
+
+
 @pytest.mark.parametrize("argv", [
     [], ["roots"], ["roots", "--json", "a"], ["roots", "a", "--json"], ["roots", "--", "a"], ["roots", "-"],
     ["roots", "-h"], ["roots", "-1"], ["check", "a"], ["mounts", "a"], ["--version"], ["rots", "a"],

@@ -146,9 +146,14 @@ class _OnlyOne:
     def __init__(self, sub, only: str | None) -> None:
         self.sub, self.only = sub, only
 
-    def add_parser(self, name: str, **kwargs):
+    def add_parser(self, name: str, *, group: bool = False, **kwargs):
+        """The command's parser, which names it in the arguments (``subcommand``), or a stand-in.
+        A ``group`` (``config``) is run by one of its actions, each naming itself."""
         if self.only is None or name == self.only:
-            return self.sub.add_parser(name, **kwargs)
+            parser = self.sub.add_parser(name, **kwargs)
+            if not group:
+                parser.set_defaults(subcommand=name)
+            return parser
         self.listed(name, kwargs.get("help"))
         return _Absorb()
 
@@ -171,7 +176,6 @@ def _parser(only: str | None = None) -> _Parser:
                        description="Show the effective roots of an editor window opened on FOLDERs.")
     p.add_argument("folders", nargs="+", metavar="FOLDER", help="a workspace folder, as the editor sends it")
     p.add_argument("--json", action="store_true", help=JSON_HELP)
-    p.set_defaults(subcommand="roots")
 
     p = sub.add_parser("check", help="decide one access: allow, request or deny",
                        description="Decide one access. Exit status: 0 allow, 1 deny, 3 request, "
@@ -183,7 +187,6 @@ def _parser(only: str | None = None) -> _Parser:
     p.add_argument("path", metavar="PATH", help="the path accessed (relative: from the first --root)")
     p.add_argument("dest", nargs="?", metavar="DEST", help="the destination, for --op rename only")
     p.add_argument("--json", action="store_true", help=JSON_HELP)
-    p.set_defaults(subcommand="check")
 
     p = sub.add_parser("inventory", help="what adding a folder hands over",
                        description="What adding FOLDER to the --root folders hands over: files, "
@@ -192,7 +195,6 @@ def _parser(only: str | None = None) -> _Parser:
                    help="a folder already open (repeat for more)")
     p.add_argument("--add", required=True, metavar="FOLDER", help="the folder being added")
     p.add_argument("--json", action="store_true", help=JSON_HELP)
-    p.set_defaults(subcommand="inventory")
 
     p = sub.add_parser("mounts", help="mount reconciliation and the suggested narrow mount set",
                        description="Compare configured mounts with the union of FOLDERs and suggest "
@@ -203,7 +205,6 @@ def _parser(only: str | None = None) -> _Parser:
                    help="print a whole docker run command with the same mount set as rootguard run")
     p.add_argument("--image", default="IMAGE", help="the image for --docker (default: the placeholder IMAGE)")
     p.add_argument("--program", default="docker", choices=["docker", "podman"], help="docker or podman for --docker")
-    p.set_defaults(subcommand="mounts")
 
     p = sub.add_parser(
         "run", help="run COMMAND with the file system narrowed by the kernel to the effective policy",
@@ -219,9 +220,8 @@ def _parser(only: str | None = None) -> _Parser:
     p.add_argument("--landlock-only", action="store_true",
                    help="without bubblewrap, run under Landlock alone (degraded: no masks, no read-only .git)")
     p.add_argument("command", nargs=argparse.REMAINDER, metavar="-- COMMAND [ARG...]")
-    p.set_defaults(subcommand="run")
 
-    p = sub.add_parser("config", help="configuration tools", description="Configuration tools.")
+    p = sub.add_parser("config", group=True, help="configuration tools", description="Configuration tools.")
     csub = p.add_subparsers(metavar="ACTION", parser_class=_Parser)
     m = csub.add_parser("migrate", help="translate a version 1 file to version 2",
                         description="Translate a version 1 configuration file to version 2 (a diff "
@@ -239,7 +239,6 @@ def _parser(only: str | None = None) -> _Parser:
                                    "editor would, add the repository root, and show the report.")
     p.add_argument("--keep", action="store_true", help="keep the demo folder (its path is printed)")
     p.add_argument("--json", action="store_true", help="print the reports as one JSON object")
-    p.set_defaults(subcommand="demo")
 
     p = sub.add_parser(
         "trace", help="run COMMAND traced; propose the named-file grants it needs outside the roots",
@@ -254,7 +253,6 @@ def _parser(only: str | None = None) -> _Parser:
     p.add_argument("--enforced", action="store_true",
                    help="run in rounds under rootguard run's narrow sandbox, adding what each round could not find")
     p.add_argument("command", nargs=argparse.REMAINDER, metavar="-- COMMAND [ARG...]")
-    p.set_defaults(subcommand="trace")
 
     p = sub.add_parser(
         "probe", help="the boundary test matrix for any stdio MCP server ({root} = the narrow root)",
@@ -267,7 +265,6 @@ def _parser(only: str | None = None) -> _Parser:
     p.add_argument("--json", action="store_true", help=JSON_HELP)
     p.add_argument("--trace", action="store_true", help="also trace the server and list what it opened outside")
     p.add_argument("command", nargs=argparse.REMAINDER, metavar="-- SERVER_COMMAND [ARG...]")
-    p.set_defaults(subcommand="probe")
 
     for name, (_, text, _) in DELEGATED.items():  # listed for --help; main() dispatches them
         sub.listed(name, text)

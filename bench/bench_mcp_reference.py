@@ -17,6 +17,9 @@ fixture), then prints in one run, each beside its baseline:
 * ``read_file`` on ~2 KB files: calls/s against the reference's
   ``read_text_file`` and against the same SDK's no-op tool (target: within 1.1x
   of the no-op tool);
+* the floor twice: on the SDK's stock ``stdio_server`` (a worker thread per line in and
+  per write out), and on the event-loop stdio ``rootguard mcp`` serves with
+  (``lsp_bridge.mcp.stdio``), so Root Guard's own cost per call is read on equal transports;
 * in process: one ``list_directory`` (plan + listing + decisions) and the
   policy check of one ``read_file`` beside ``open().read()`` of a 32 KB file
   (target: check <= 1x the read).
@@ -177,16 +180,22 @@ def main() -> int:
             ("list_directory", {"path": str(root / listed)}),
             [("read_file", {})],
         )
+        floor_ours = Server(
+            "  the same on Root Guard's stdio",
+            floor_params(env, event_loop_stdio=True),
+            ("list_directory", {"path": str(root / listed)}),
+            [("read_file", {})],
+        )
         entries = sum(1 for _ in os.scandir(root / listed))
         print(f"listing {root / listed} ({entries} entries); reading {len(files)} files; {os.cpu_count()} CPUs\n")
 
-        connects: dict[str, list[float]] = {s.label: [] for s in (ours, reference, floor)}
-        for server in (ours, reference, floor):  # one unmeasured start each: caches written, files in memory
+        connects: dict[str, list[float]] = {s.label: [] for s in (ours, reference, floor, floor_ours)}
+        for server in (ours, reference, floor, floor_ours):  # one unmeasured start each: caches written, files in memory
             anyio.run(connect_time, server.params)
         for _ in range(5):
-            for server in (ours, reference, floor):
+            for server in (ours, reference, floor, floor_ours):
                 connects[server.label].append(anyio.run(connect_time, server.params))
-        measured = anyio.run(rates, [ours, reference, floor], args.calls, args.rounds)
+        measured = anyio.run(rates, [ours, reference, floor, floor_ours], args.calls, args.rounds)
 
         connect = {label: statistics.median(v) for label, v in connects.items()}
         ref_connect = connect[reference.label]
@@ -195,17 +204,20 @@ def main() -> int:
         print("-" * 142)
         ref_list, ref_read, _ = measured[reference.label]
         floor_list, floor_read, _ = measured[floor.label]
-        for server in (ours, reference, floor):
+        for server in (ours, reference, floor, floor_ours):
             lr, rr, size = measured[server.label]
             c = connect[server.label]
             print(f"{server.label:<36} | {c:>9.3f} | {c / ref_connect:>6.2f}x | {lr:>12,.0f} | {lr / ref_list:>6.2f}x | "
                   f"{lr / floor_list:>6.2f}x | {size:>9,}B | {rr:>12,.0f} | {rr / ref_read:>6.2f}x | {rr / floor_read:>7.2f}x")
         ours_list, ours_read, _ = measured[ours.label]
+        same_list, same_read, _ = measured[floor_ours.label]
         print(f"\ntargets: list_directory >= 1x reference: {ours_list / ref_list:.2f}x "
-              f"(the same SDK listing with no policy: {floor_list / ref_list:.2f}x); "
+              f"(the same SDK listing with no policy: {floor_list / ref_list:.2f}x; on Root Guard's stdio: "
+              f"{same_list / ref_list:.2f}x); "
               f"connect <= 1.5x reference: {connect[ours.label] / ref_connect:.2f}x "
               f"(the same SDK doing nothing: {connect[floor.label] / ref_connect:.2f}x); "
-              f"read_file within 1.1x of the no-op tool: {floor_read / ours_read:.2f}x slower")
+              f"read_file within 1.1x of the no-op tool: {floor_read / ours_read:.2f}x slower "
+              f"(of the no-op on Root Guard's stdio: {same_read / ours_read:.2f}x slower)")
 
         # In process: the same work without the transport.
         tools = FileTools([str(root)], audit=AuditLog(str(state / "bench-audit.jsonl")))

@@ -4,6 +4,7 @@
 * ``floor_params``: the same Python SDK serving a ``read_file`` that does nothing (a
   2 KB text) and a ``list_directory`` that lists with no policy (``[DIR]``/``[FILE]``
   lines from ``os.scandir``, sorted): what the SDK costs per call, whatever the server does;
+  on the SDK's stock stdio, or on Root Guard's event-loop stdio (``lsp_bridge.mcp.stdio``);
 * ``server_env``: a bare environment whose audit log and tray socket are in a temporary
   directory (never the user's), without ``PYTHONDONTWRITEBYTECODE`` (a user's start-up
   has bytecode caches; ``compile_package`` writes ours);
@@ -57,8 +58,15 @@ def rootguard_params(root: Path, env: dict[str, str]) -> StdioServerParameters:
                                  env=env, cwd=str(root.parent))
 
 
-def floor_params(env: dict[str, str]) -> StdioServerParameters:
-    return StdioServerParameters(command=sys.executable, args=["-c", FLOOR_SERVER], env=env)
+def floor_params(env: dict[str, str], *, event_loop_stdio: bool = False) -> StdioServerParameters:
+    """The floor server on the SDK's stock ``stdio_server`` (a worker thread per line read and per
+    write), or with ``event_loop_stdio`` on the one ``rootguard mcp`` uses (``lsp_bridge.mcp.stdio``)."""
+    if not event_loop_stdio:
+        return StdioServerParameters(command=sys.executable, args=["-c", FLOOR_SERVER], env=env)
+    code = FLOOR_SERVER.replace("from mcp.server.stdio import stdio_server",
+                                "from lsp_bridge.mcp.stdio import serve_stdio as stdio_server")
+    env = dict(env, PYTHONPATH=os.pathsep.join(filter(None, [str(PACKAGE_DIR.parent), env.get("PYTHONPATH")])))
+    return StdioServerParameters(command=sys.executable, args=["-c", code], env=env)
 
 
 def compile_package() -> None:

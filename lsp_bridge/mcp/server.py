@@ -41,7 +41,6 @@ from urllib.parse import unquote, urlparse
 import anyio
 import mcp_types as types
 from mcp.server.lowlevel import NotificationOptions, Server
-from mcp.server.stdio import stdio_server
 from mcp.shared.exceptions import MCPDeprecationWarning, MCPError, NoBackChannelError
 from mcp.shared.message import ServerMessageMetadata
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
@@ -61,6 +60,7 @@ from lsp_bridge.approvals.service import (
 from lsp_bridge.core.paths import canonical, is_within
 from lsp_bridge.mcp.audit import AuditLog
 from lsp_bridge.mcp.file_tools import QUICK_TOOLS, Caller, FileTools, Limits, Plan, ToolError
+from lsp_bridge.mcp.stdio import serve_stdio
 
 if TYPE_CHECKING:  # imported lazily at run time
     import anyio.abc
@@ -164,7 +164,7 @@ class GuardedServer:
         # the collector's generations, so the per-call collections stay small (the heap is mostly that).
         gc.freeze()
         try:
-            async with stdio_server() as (read, write), anyio.create_task_group() as group:
+            async with serve_stdio() as (read, write), anyio.create_task_group() as group:
                 self._task_group = group
                 options = self.server.create_initialization_options(NotificationOptions(tools_changed=True))
                 await self.server.run(read, write, options)

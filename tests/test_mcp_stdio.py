@@ -200,3 +200,26 @@ def test_rootguard_mcp_keeps_its_wire_clean_for_a_whole_session(tmp_path):
     finally:
         for key in env_state:
             ENV.pop(key)
+
+
+def test_rootguard_mcp_stops_cleanly_when_the_client_closes_its_end_mid_reply(tmp_path):
+    """A client that stops reading and closes its end: one line saying so, exit 0, no traceback."""
+    (tmp_path / "repo").mkdir()
+    (tmp_path / "repo" / "big.txt").write_text("x" * 200_000)  # more than a pipe holds
+    env_state = {"XDG_STATE_HOME": str(tmp_path / "state"), "ROOTGUARD_TRAY_SOCKET": str(tmp_path / "no.sock")}
+    ENV.update(env_state)
+    try:
+        wire = Wire([sys.executable, "-m", "lsp_bridge.cli", "mcp", "--root", str(tmp_path / "repo")],
+                    cwd=str(tmp_path))
+        wire.handshake()
+        assert wire.proc.stdout is not None and wire.proc.stdin is not None and wire.proc.stderr is not None
+        wire.proc.stdout.close()
+        wire.send(b"".join(line(call(i, "read_file", project_id="repo", relative_path="big.txt")) for i in (1, 2)))
+        assert wire.proc.wait(timeout=20) == 0
+        err = wire.proc.stderr.read().decode()
+        assert "the MCP client closed its end of the connection; stopping" in err
+        assert "Traceback" not in err and "internal error" not in err
+        wire.proc.stdin.close()
+    finally:
+        for key in env_state:
+            ENV.pop(key)

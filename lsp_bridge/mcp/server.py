@@ -169,6 +169,8 @@ class GuardedServer:
                 options = self.server.create_initialization_options(NotificationOptions(tools_changed=True))
                 await self.server.run(read, write, options)
                 group.cancel_scope.cancel()
+        except* (BrokenPipeError, ConnectionResetError):  # the client went away mid-reply: the session is over
+            log.warning("the MCP client closed its end of the connection; stopping")
         finally:
             if self.tray is not None:
                 await self.tray.close()

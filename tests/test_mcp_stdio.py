@@ -41,9 +41,9 @@ def line(message: dict) -> bytes:
 class Wire:
     """One server process and the client's ends of its pipes."""
 
-    def __init__(self, argv: list[str] = SERVER, cwd: str | None = None) -> None:
+    def __init__(self, argv: list[str] = SERVER, cwd: str | None = None, env: dict[str, str] = ENV) -> None:
         self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                     env=ENV, cwd=cwd)
+                                     env=env, cwd=cwd)
         self.buffer = b""
 
     def send(self, data: bytes) -> None:
@@ -90,6 +90,15 @@ class Wire:
         self.proc.wait(timeout=20)
         out, err = self.proc.stdout.read(), self.proc.stderr.read()
         return self.buffer + out, err
+
+
+def rootguard_mcp(tmp_path: Path) -> Wire:
+    """``rootguard mcp --root tmp_path/repo``, its audit log and tray socket under ``tmp_path``, after the handshake."""
+    env = dict(ENV, XDG_STATE_HOME=str(tmp_path / "state"), ROOTGUARD_TRAY_SOCKET=str(tmp_path / "no.sock"))
+    wire = Wire([sys.executable, "-m", "lsp_bridge.cli", "mcp", "--root", str(tmp_path / "repo")],
+                cwd=str(tmp_path), env=env)
+    wire.handshake()
+    return wire
 
 
 def text_of(response: dict) -> str:
@@ -183,43 +192,27 @@ def test_rootguard_mcp_keeps_its_wire_clean_for_a_whole_session(tmp_path):
     """The real server: every byte on stdout is a JSON-RPC message, the session's reads served."""
     (tmp_path / "repo" / "src").mkdir(parents=True)
     (tmp_path / "repo" / "src" / "a.txt").write_text("alpha\n")
-    env_state = {"XDG_STATE_HOME": str(tmp_path / "state"), "ROOTGUARD_TRAY_SOCKET": str(tmp_path / "no.sock")}
-    ENV.update(env_state)
-    try:
-        wire = Wire([sys.executable, "-m", "lsp_bridge.cli", "mcp", "--root", str(tmp_path / "repo")],
-                    cwd=str(tmp_path))
-        wire.handshake()
-        wire.send(line(call(1, "read_file", project_id="repo", relative_path="src/a.txt")))
-        assert text_of(wire.answer(1)) == "alpha\n"
-        wire.send(line(call(2, "list_directory", project_id="repo", relative_path="src")))
-        assert wire.answer(2)["result"]["structuredContent"]["files"] == ["a.txt"]
-        out, err = wire.close()
-        for raw in out.splitlines():
-            json.loads(raw)
-        assert wire.proc.returncode == 0, err.decode()
-    finally:
-        for key in env_state:
-            ENV.pop(key)
+    wire = rootguard_mcp(tmp_path)
+    wire.send(line(call(1, "read_file", project_id="repo", relative_path="src/a.txt")))
+    assert text_of(wire.answer(1)) == "alpha\n"
+    wire.send(line(call(2, "list_directory", project_id="repo", relative_path="src")))
+    assert wire.answer(2)["result"]["structuredContent"]["files"] == ["a.txt"]
+    out, err = wire.close()
+    for raw in out.splitlines():
+        json.loads(raw)
+    assert wire.proc.returncode == 0, err.decode()
 
 
 def test_rootguard_mcp_stops_cleanly_when_the_client_closes_its_end_mid_reply(tmp_path):
     """A client that stops reading and closes its end: one line saying so, exit 0, no traceback."""
     (tmp_path / "repo").mkdir()
     (tmp_path / "repo" / "big.txt").write_text("x" * 200_000)  # more than a pipe holds
-    env_state = {"XDG_STATE_HOME": str(tmp_path / "state"), "ROOTGUARD_TRAY_SOCKET": str(tmp_path / "no.sock")}
-    ENV.update(env_state)
-    try:
-        wire = Wire([sys.executable, "-m", "lsp_bridge.cli", "mcp", "--root", str(tmp_path / "repo")],
-                    cwd=str(tmp_path))
-        wire.handshake()
-        assert wire.proc.stdout is not None and wire.proc.stdin is not None and wire.proc.stderr is not None
-        wire.proc.stdout.close()
-        wire.send(b"".join(line(call(i, "read_file", project_id="repo", relative_path="big.txt")) for i in (1, 2)))
-        assert wire.proc.wait(timeout=20) == 0
-        err = wire.proc.stderr.read().decode()
-        assert "the MCP client closed its end of the connection; stopping" in err
-        assert "Traceback" not in err and "internal error" not in err
-        wire.proc.stdin.close()
-    finally:
-        for key in env_state:
-            ENV.pop(key)
+    wire = rootguard_mcp(tmp_path)
+    assert wire.proc.stdout is not None and wire.proc.stdin is not None and wire.proc.stderr is not None
+    wire.proc.stdout.close()
+    wire.send(b"".join(line(call(i, "read_file", project_id="repo", relative_path="big.txt")) for i in (1, 2)))
+    assert wire.proc.wait(timeout=20) == 0
+    err = wire.proc.stderr.read().decode()
+    assert "the MCP client closed its end of the connection; stopping" in err
+    assert "Traceback" not in err and "internal error" not in err
+    wire.proc.stdin.close()

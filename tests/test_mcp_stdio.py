@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import selectors
+import socket
 import subprocess
 import sys
 import time
@@ -216,3 +217,25 @@ def test_rootguard_mcp_stops_cleanly_when_the_client_closes_its_end_mid_reply(tm
     assert "the MCP client closed its end of the connection; stopping" in err
     assert "Traceback" not in err and "internal error" not in err
     wire.proc.stdin.close()
+
+
+@pytest.mark.parametrize("shared", [False, True], ids=["a socket each (as Node spawns)", "one socket both ways"])
+def test_sockets_for_stdin_and_stdout_are_served(shared):
+    """Node (VS Code) gives a server a socket pair per stream; inetd-style callers give one socket for
+    both, where requests arriving must not be taken for the peer closing its reading end (asyncio's
+    write-pipe transport reads a readable descriptor that way): that case keeps the SDK's streams."""
+    ours_in, theirs_in = socket.socketpair()
+    ours_out, theirs_out = (ours_in, theirs_in) if shared else socket.socketpair()
+    proc = subprocess.Popen(SERVER, stdin=theirs_in.fileno(), stdout=theirs_out.fileno(), stderr=subprocess.PIPE,
+                            env=ENV)
+    for end in {theirs_in, theirs_out}:
+        end.close()
+    with ours_in, ours_out, ours_out.makefile("rb") as reader:
+        ours_in.sendall(line(INITIALIZE))
+        assert "result" in json.loads(reader.readline())
+        ours_in.sendall(line(INITIALIZED) + line(call(1, "echo", text="over sockets")))
+        answer = json.loads(reader.readline())
+        assert answer["id"] == 1 and text_of(answer) == "12:over sockets"
+        ours_in.shutdown(socket.SHUT_WR)
+        assert proc.wait(timeout=20) == 0
+        assert reader.read().strip() == b"after serve"

@@ -9,8 +9,8 @@ it streams the event loop serves itself: ``loop.connect_read_pipe`` for the line
 ``loop.connect_write_pipe`` for the lines out, with the pipe's back-pressure on
 ``flush``. The messages, their validation and their framing stay the SDK's.
 
-Anything else (a terminal, a regular file, a platform without Unix pipe transports)
-keeps the SDK's own streams.
+Anything else (a terminal, a regular file, one socket both ways, a platform without
+Unix pipe transports) keeps the SDK's own streams.
 
 While serving, as the SDK does with its own streams, fd 0 reads the null device and
 fd 1 writes to stderr, so a stray ``print`` or a child process cannot write into the
@@ -37,7 +37,7 @@ MAX_QUEUED = 64  # whole lines read ahead of the server before reading pauses
 @asynccontextmanager
 async def serve_stdio() -> AsyncIterator[Any]:
     """``(read_stream, write_stream)`` for ``Server.run``, as ``mcp.server.stdio.stdio_server()``."""
-    if sys.platform == "win32" or not (_is_pipe(0) and _is_pipe(1)):
+    if sys.platform == "win32" or not _separate_pipes(0, 1):
         async with stdio_server() as streams:
             yield streams
         return
@@ -61,12 +61,16 @@ async def serve_stdio() -> AsyncIterator[Any]:
                 transport.close()
 
 
-def _is_pipe(fd: int) -> bool:
+def _separate_pipes(stdin: int, stdout: int) -> bool:
+    """Both are pipes or sockets, and not one socket both ways (inetd style): asyncio's
+    write-pipe transport takes its descriptor turning readable for the peer closing, so the
+    first request arriving on a shared socket would close the replies' way out."""
     try:
-        mode = os.fstat(fd).st_mode
+        source, sink = os.fstat(stdin), os.fstat(stdout)
     except OSError:
         return False
-    return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)
+    pipes = all(stat.S_ISFIFO(info.st_mode) or stat.S_ISSOCK(info.st_mode) for info in (source, sink))
+    return pipes and (source.st_dev, source.st_ino) != (sink.st_dev, sink.st_ino)
 
 
 def _claim_std_fds() -> tuple[int, int]:

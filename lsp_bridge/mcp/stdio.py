@@ -44,15 +44,15 @@ async def serve_stdio() -> AsyncIterator[Any]:
     wire_in, wire_out = _claim_std_fds()
     loop = asyncio.get_running_loop()
     lines = _Lines(loop)
-    out = _Drain(loop)
+    replies = _Replies(loop)
     read_transport = write_transport = None
     try:
         # The transports own further copies: wire_in and wire_out stay this function's until fds 0
         # and 1 are given back, so a number a transport closed early is never restored onto them.
         read_transport, _ = await loop.connect_read_pipe(lambda: lines, os.fdopen(os.dup(wire_in), "rb", 0))
-        write_transport, _ = await loop.connect_write_pipe(lambda: out, os.fdopen(os.dup(wire_out), "wb", 0))
+        write_transport, _ = await loop.connect_write_pipe(lambda: replies, os.fdopen(os.dup(wire_out), "wb", 0))
         write_transport.set_write_buffer_limits(high=0)  # flush returns once the kernel has every byte
-        async with stdio_server(lines, _Writer(write_transport, out)) as streams:  # type: ignore[arg-type]
+        async with stdio_server(lines, replies) as streams:  # type: ignore[arg-type]
             yield streams
     finally:
         _restore_std_fds(wire_in, wire_out)
@@ -169,14 +169,20 @@ class _Lines(asyncio.Protocol):
         return line.decode("utf-8", "replace")
 
 
-class _Drain(asyncio.Protocol):
-    """A write pipe's flow control: ``drain`` waits until the transport has handed every byte to the
-    kernel (its high mark is 0), as the SDK's blocking ``flush`` does."""
+class _Replies(asyncio.Protocol):
+    """What ``stdio_server`` asks of its stdout (``write`` a line, ``flush`` it) on a write pipe:
+    ``flush`` waits until the transport has handed every byte to the kernel (its high mark is
+    0), as the SDK's blocking ``flush`` does."""
 
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
         self._loop = loop
+        self._transport: asyncio.WriteTransport | None = None
         self._resumed: asyncio.Future[None] | None = None
-        self.lost: BaseException | None = None
+        self._lost: BaseException | None = None
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.WriteTransport)
+        self._transport = transport
 
     def pause_writing(self) -> None:
         if self._resumed is None:
@@ -186,7 +192,7 @@ class _Drain(asyncio.Protocol):
         self._release()
 
     def connection_lost(self, exc: Exception | None) -> None:
-        self.lost = exc or BrokenPipeError("the MCP client closed its end of stdout")
+        self._lost = exc or BrokenPipeError("the MCP client closed its end of stdout")
         self._release()
 
     def _release(self) -> None:
@@ -194,24 +200,14 @@ class _Drain(asyncio.Protocol):
         if resumed is not None and not resumed.done():
             resumed.set_result(None)
 
-    async def drain(self) -> None:
-        if self._resumed is not None:
-            await self._resumed
-        if self.lost is not None:
-            raise self.lost
-
-
-class _Writer:
-    """What ``stdio_server`` asks of its stdout: ``write`` a line, ``flush`` it."""
-
-    def __init__(self, transport: asyncio.WriteTransport, flow: _Drain) -> None:
-        self._transport = transport
-        self._flow = flow
-
     async def write(self, text: str) -> None:
-        if self._flow.lost is not None:
-            raise self._flow.lost
+        if self._lost is not None:
+            raise self._lost
+        assert self._transport is not None  # connected before stdio_server is given it
         self._transport.write(text.encode("utf-8"))
 
     async def flush(self) -> None:
-        await self._flow.drain()
+        if self._resumed is not None:
+            await self._resumed
+        if self._lost is not None:
+            raise self._lost

@@ -179,12 +179,16 @@ class RootGuardServer(LanguageServer):
             )
             try:
                 answer = asyncio.wrap_future(self.window_show_message_request(params))
-            except Exception as err:  # the request could not be sent: the plain warning, never nothing
-                log.info("showMessageRequest failed (%s); sending showMessage", err)
-                self.warn(line)
+            except Exception as err:  # the request could not be sent
+                self._warn_instead(line, err)
             else:
                 self._spawn(self._act_on_widening_answer(answer, line))
         asyncio.get_running_loop().call_soon(self._log_report)
+
+    def _warn_instead(self, line: str, err: Exception) -> None:
+        """The widening's request failed: the plain warning, never nothing."""
+        log.info("showMessageRequest failed (%s); sending showMessage", err)
+        self.warn(line)
 
     def _log_report(self) -> None:
         self.window_log_message(types.LogMessageParams(type=types.MessageType.Warning, message=self.tracker.report()))
@@ -192,9 +196,8 @@ class RootGuardServer(LanguageServer):
     async def _act_on_widening_answer(self, answer: asyncio.Future, line: str) -> None:
         try:
             choice = await answer
-        except Exception as err:  # the client could not show it: the plain warning, never nothing
-            log.info("showMessageRequest failed (%s); sending showMessage", err)
-            self.warn(line)
+        except Exception as err:  # the client could not show it
+            self._warn_instead(line, err)
             return
         title = getattr(choice, "title", None)
         if title == ACKNOWLEDGE_ACTION:

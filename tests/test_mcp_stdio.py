@@ -20,8 +20,6 @@ from pathlib import Path
 
 import pytest
 
-pytest.importorskip("mcp")
-
 SERVER = [sys.executable, str(Path(__file__).with_name("event_loop_mcp_server.py"))]
 ENV = dict(os.environ, PYTHONPATH=os.pathsep.join([str(Path(__file__).resolve().parents[1]),
                                                    os.environ.get("PYTHONPATH", "")]))

@@ -199,7 +199,10 @@ else:
                     continue  # set by __post_init__
                 namespace[f"_d_{name}"] = spec.default
                 value = f"_d_{name}"
-            lines.append(f"    _set(self, {name!r}, {value})" if frozen else f"    self.{name} = {value}")
+            # A frozen record writes its instance dict directly: half the cost of a ``_set`` call per field.
+            lines.append(f"    _d[{name!r}] = {value}" if frozen else f"    self.{name} = {value}")
+        if frozen and lines:
+            lines.insert(0, "    _d = self.__dict__")
         if "__post_init__" in cls.__dict__:
             lines.append("    self.__post_init__()")
         source = f"def __init__(self, {', '.join(params)}):\n" + ("\n".join(lines) or "    pass") + "\n"

@@ -63,6 +63,7 @@ if TYPE_CHECKING:
 _ = PathRule  # re-exported for callers building rules
 
 OPERATIONS = ("read", "write", "delete", "rename", "metadata")
+_KNOWN_OPERATIONS = frozenset(OPERATIONS)
 _NEEDS = {"read": "read", "write": "write", "metadata": "write", "delete": "delete"}
 _MUTATING = {"write", "metadata", "delete", "rename"}
 _DOTS = (".", "..")
@@ -407,9 +408,9 @@ class Policy:
 
     def _decide_item(self, item: tuple[Any, ...], granted: Container[tuple[str, str]],
                      fast: bool = False) -> ItemDecision:
-        op, path, dest = (*item, None)[:3]
+        op, path, dest = item if len(item) == 3 else (*item, None)
         ops = (op,) if isinstance(op, str) else tuple(op)
-        if not ops or any(o not in OPERATIONS for o in ops):
+        if not ops or not _KNOWN_OPERATIONS.issuperset(ops):
             raise PolicyInputError(f"unknown operation {op!r} (expected one of {', '.join(OPERATIONS)})")
         if "rename" in ops:
             if len(ops) != 1 or dest is None:

@@ -101,8 +101,8 @@ def resolve(project_root: str, relative_path: str, *, for_read: bool = False, ou
         )
     decoded = checked_text(relative_path)
     root = _canonical_root(project_root, relative_path)
-    parts = [part for part in decoded.split("/") if part not in ("", ".")]
-    lexical = f"{root.rstrip('/')}/{'/'.join(parts)}" if parts else root  # os.path.join(root, *parts)
+    relative = "/".join([part for part in decoded.split("/") if part not in ("", ".")])
+    lexical = f"{root.rstrip('/')}/{relative}" if relative else root  # os.path.join(root, *parts)
     canonical, info = paths.realpath_stat(lexical)
     escaped = not paths.is_within(canonical, root)
     if escaped and not outside:
@@ -112,7 +112,7 @@ def resolve(project_root: str, relative_path: str, *, for_read: bool = False, ou
             f"path {relative_path!r} resolves outside the project root (through a symbolic link)",
         )
     mode = info.st_mode if info is not None else _mode(canonical, relative_path)
-    if mode is not None and decoded != "/".join(parts) and not _spelling_exists(os.path.join(root, decoded)):
+    if mode is not None and decoded != relative and not _spelling_exists(os.path.join(root, decoded)):
         mode = None  # ``file/.`` or ``file/``: the kernel finds nothing there
     if mode is not None and lexical != canonical and not _kernel_finds(lexical):
         mode = None  # a link through a missing directory (``sub/../..``): the kernel finds nothing
@@ -131,7 +131,7 @@ def resolve(project_root: str, relative_path: str, *, for_read: bool = False, ou
             nlink = 1
     return Resolved(
         root=root,
-        relative="/".join(parts),
+        relative=relative,
         lexical=lexical,
         canonical=canonical,
         exists=mode is not None,
@@ -184,7 +184,7 @@ def _check_text(text: str, original: str, stage: str) -> None:
         raise ResolveError(
             "invalid_path", original, f"path {original!r} contains a NUL or control character{stage}"
         )
-    if text.startswith(("/", "\\")) or _WINDOWS_DRIVE.match(text):
+    if text.startswith(("/", "\\")) or (text[1:2] == ":" and _WINDOWS_DRIVE.match(text)):
         raise ResolveError(
             "absolute_path_denied",
             original,
@@ -273,7 +273,9 @@ def _mode(canonical: str, original: str) -> int | None:
         ) from None
 
 
+_SPECIAL_FORMATS = frozenset((stat.S_IFIFO, stat.S_IFSOCK, stat.S_IFCHR, stat.S_IFBLK))
+
+
 def _is_special(mode: int) -> bool:
-    return (
-        stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or stat.S_ISCHR(mode) or stat.S_ISBLK(mode)
-    )
+    """A FIFO, a socket, a character or a block device."""
+    return stat.S_IFMT(mode) in _SPECIAL_FORMATS

@@ -305,9 +305,9 @@ class FileTools:
                             verdict="deny")
             return Plan(tool, args, caller, cid, project_id, [access], "deny", err.message, err.code)
         items = self._engine_items(accesses)
-        refused = next((a for a in accesses if a.verdict == "deny"), None)
-        if refused is not None:  # a target that does not resolve is refused before the engine is asked
-            return Plan(tool, args, caller, cid, project_id, accesses, "deny", refused.reason, refused.code)
+        for refused in accesses:
+            if refused.verdict == "deny":  # a target that does not resolve is refused before the engine is asked
+                return Plan(tool, args, caller, cid, project_id, accesses, "deny", refused.reason, refused.code)
         policy = self.session.policy
         if policy is None:  # pragma: no cover - open_session always builds one
             raise ToolError("invalid_arguments", "no policy for these roots")
@@ -315,8 +315,8 @@ class FileTools:
         return self._plan_from(batch, tool, args, caller, cid, project_id, accesses)
 
     def _accesses(self, tool: str, args: dict) -> list[Access]:
-        unknown = sorted(set(args) - ARGUMENTS[tool])
-        if unknown:
+        if not ARGUMENTS[tool].issuperset(args):
+            unknown = sorted(set(args) - ARGUMENTS[tool])
             raise ToolError("invalid_arguments", f"unknown argument(s) for {tool}: {', '.join(map(str, unknown))}")
         pid = args.get("project_id")
         if not isinstance(pid, str):
@@ -331,9 +331,7 @@ class FileTools:
             if access.resolved is not None:
                 self._resolve_dest(pid, access)
             return [access]
-        needs = {"edit_file": ("read", "write"), "write_file": ("write",), "delete_file": ("delete",)}.get(
-            tool, ("read",)
-        )
+        needs = _TOOL_NEEDS.get(tool, ("read",))
         listing = tool in ("list_directory", "search_files")
         if listing:
             args.setdefault("relative_path", ".")
@@ -713,6 +711,9 @@ class _Changed(Exception):
 
 # ---------------------------------------------------------------------------
 # Argument checks
+
+
+_TOOL_NEEDS = {"edit_file": ("read", "write"), "write_file": ("write",), "delete_file": ("delete",)}
 
 
 def _require_str(args: dict, name: str) -> None:

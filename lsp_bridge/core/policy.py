@@ -408,7 +408,7 @@ class Policy:
 
     def _decide_item(self, item: tuple[Any, ...], granted: Container[tuple[str, str]],
                      fast: bool = False) -> ItemDecision:
-        op, path, dest = item if len(item) == 3 else (*item, None)
+        op, path, dest = item if len(item) == 3 else (*item, None)[:3]
         ops = (op,) if isinstance(op, str) else tuple(op)
         if not ops or not _KNOWN_OPERATIONS.issuperset(ops):
             raise PolicyInputError(f"unknown operation {op!r} (expected one of {', '.join(OPERATIONS)})")

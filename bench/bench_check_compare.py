@@ -1,11 +1,13 @@
 """The MCP server's in-process work, this checkout against another one, in alternating processes.
 
-    python bench/bench_check_compare.py OTHER_CHECKOUT [--rounds 8] [--entries 1000]
+    python bench/bench_check_compare.py OTHER_CHECKOUT [--rounds 8] [--entries 1000] [--seconds 0.7]
 
 ``OTHER_CHECKOUT`` is another tree of this repository (``git worktree add ../old REV``);
 its code runs on this environment's interpreter and packages. Each round starts one
-process per checkout, in alternating order, and each process times, in a warm loop
-(best of five slices), on the same kind of fixture:
+process per checkout, in alternating order, and each process measures, in a warm loop,
+the CPU time per call (the best of seven slices, ``mcp_bench.per_call``) of what
+``bench_mcp_reference.py`` measures in process (``mcp_bench.in_process_calls``, on
+``mcp_bench.listing_fixture``):
 
 * ``open().read()`` of a 32 KB file (the baseline of issue 15's target);
 * the ``read_file`` policy check (``FileTools.plan``: resolver, engine, plan);
@@ -29,63 +31,28 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parents[1]
 
 MEASURE = r'''
-import os, sys, tempfile, time
+import os, sys, tempfile
 from pathlib import Path
-sys.path.insert(0, sys.argv[1])
-from lsp_bridge.mcp.audit import AuditLog
-from lsp_bridge.mcp.file_tools import Caller, FileTools
+sys.path[:0] = [sys.argv[1], sys.argv[2]]  # the measured checkout's lsp_bridge first, then this one's bench helpers
+from mcp_bench import in_process_calls, listing_fixture, per_call
 
-entries = int(sys.argv[2])
 with tempfile.TemporaryDirectory() as tmp:
     base = Path(os.path.realpath(tmp))
     os.environ.update(XDG_CONFIG_HOME=str(base / "config"), XDG_STATE_HOME=str(base / "state"),
                       XDG_CACHE_HOME=str(base / "cache"))
-    root = base / "repo"
-    (root / "big").mkdir(parents=True)
-    for i in range(entries):
-        (root / "big" / f"file{i:04d}.ts").write_text("export const value = 'x';\n" * 80)
-    big = root / "big.txt"
-    big.write_text("export const value = 'x';\n" * 1300)  # ~32 KB
-    tools = FileTools([str(root)], audit=AuditLog(str(base / "audit.jsonl")))
-    caller = Caller("bench", "bench", "n/a")
-    project = tools.project_ids[0]
-    read_args = {"project_id": project, "relative_path": big.name}
-    list_args = {"project_id": project, "relative_path": "big"}
-
-    def read():
-        with open(big, encoding="utf-8") as handle:
-            handle.read()
-
-    def check():
-        tools.plan("read_file", read_args, caller)
-
-    def whole():
-        tools.conclude(tools.plan("read_file", read_args, caller))
-
-    def listing():
-        tools.conclude(tools.plan("list_directory", list_args, caller))
-
-    assert tools.plan("read_file", read_args, caller).verdict == "allow"
-
-    def best(fn, calls):
-        fastest = float("inf")
-        for _ in range(5):
-            started = time.perf_counter()
-            for _ in range(calls):
-                fn()
-            fastest = min(fastest, (time.perf_counter() - started) / calls)
-        return fastest * 1e6
-
-    print(best(read, 2000), best(check, 2000), best(whole, 1000), best(listing, 100))
+    root, listed, _ = listing_fixture(base, int(sys.argv[3]))
+    calls = in_process_calls(root, listed, base / "audit.jsonl", big=root / "big.txt")
+    seconds = float(sys.argv[4])
+    print(*(per_call(calls[name], [None], seconds) for name in ("read", "check", "whole", "listing")))
 '''
 
 LABELS = ("open().read() 32 KB", "read_file check", "whole read_file", "list_directory")
 
 
-def run(checkout: Path, entries: int) -> list[float]:
+def run(checkout: Path, entries: int, seconds: float) -> list[float]:
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
-    out = subprocess.run([sys.executable, "-c", MEASURE, str(checkout), str(entries)], env=env, cwd="/",
-                         capture_output=True, text=True, check=True).stdout
+    out = subprocess.run([sys.executable, "-c", MEASURE, str(checkout), str(HERE / "bench"), str(entries), str(seconds)],
+                         env=env, cwd="/", capture_output=True, text=True, check=True).stdout
     return [float(v) for v in out.split()]
 
 
@@ -94,6 +61,7 @@ def main() -> int:
     parser.add_argument("other", help="another checkout of this repository (git worktree add ../old REV)")
     parser.add_argument("--rounds", type=int, default=8)
     parser.add_argument("--entries", type=int, default=1000, help="files in the listed directory")
+    parser.add_argument("--seconds", type=float, default=0.7, help="CPU time spent on each figure per process")
     args = parser.parse_args()
     other = Path(args.other).resolve()
     if not (other / "lsp_bridge" / "mcp" / "file_tools.py").is_file():
@@ -105,7 +73,7 @@ def main() -> int:
     for round_ in range(args.rounds):
         pair = [(ours, HERE), (theirs, other)]
         for figures, checkout in pair if round_ % 2 == 0 else reversed(pair):
-            figures.append(run(checkout, args.entries))
+            figures.append(run(checkout, args.entries, args.seconds))
     print(f"this checkout {HERE} against {other}; {args.rounds} alternating rounds; {os.cpu_count()} CPUs")
     print(f"{'µs per call (median of rounds)':<30} | {'this':>9} | {'other':>9} | {'this ÷ other':>12}")
     print("-" * 70)

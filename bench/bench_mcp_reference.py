@@ -54,13 +54,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import anyio  # noqa: E402
 from mcp import Client, StdioServerParameters  # noqa: E402
 
-from lsp_bridge.mcp.audit import AuditLog  # noqa: E402
-from lsp_bridge.mcp.file_tools import Caller, FileTools  # noqa: E402
 from mcp_bench import (  # noqa: E402
     call_rate,
     compile_package,
     connect_time,
     floor_params,
+    in_process_calls,
+    listing_fixture,
     per_call,
     rootguard_params,
     server_env,
@@ -80,17 +80,6 @@ def install_reference(where: str | None) -> tuple[Path, str]:
         print(f"installed {PACKAGE} into {target} in {time.perf_counter() - started:.1f} s")
     version = json.loads((target / "node_modules" / PACKAGE / "package.json").read_text())["version"]
     return script, version
-
-
-def build(base: Path, entries: int) -> tuple[Path, str, list[str]]:
-    """(root, listed directory relative to it, ~2 KB files to read)."""
-    root = base / "repo"
-    listed = root / "big"
-    listed.mkdir(parents=True)
-    for i in range(entries):
-        (listed / f"file{i:04d}.ts").write_text(f"// file {i}\n" + "export const value = 'x';\n" * 80)
-    (root / ".env").write_text("KEY=placeholder\n")
-    return Path(os.path.realpath(root)), "big", [f"big/file{i:04d}.ts" for i in range(min(entries, 200))]
 
 
 def fixture(directory: str) -> tuple[Path, str, list[str]]:
@@ -165,7 +154,7 @@ def main() -> int:
     compile_package()
     with tempfile.TemporaryDirectory() as tmp:
         base = Path(os.path.realpath(tmp))
-        root, listed, files = fixture(args.dir) if args.dir else build(base, args.entries)
+        root, listed, files = fixture(args.dir) if args.dir else listing_fixture(base, args.entries)
         pid = root.name
         state = base / "state"
         env = server_env(base)
@@ -233,40 +222,18 @@ def main() -> int:
               f"(of the no-op on Root Guard's stdio: {same_read / ours_read:.2f}x slower)")
 
         # In process: the same work without the transport.
-        tools = FileTools([str(root)], audit=AuditLog(str(state / "bench-audit.jsonl")))
-        caller = Caller("bench", "bench", "n/a")
-        project = tools.project_ids[0]
-        list_args = {"project_id": project, "relative_path": listed}
         big = root / ".rg-bench-32k.txt" if args.dir is None else None
-        if big is not None:
-            big.write_text("export const value = 'x';\n" * 1300)  # ~32 KB
-
-        def listing(_):
-            tools.conclude(tools.plan("list_directory", list_args, caller))
-
-        list_us = per_call(listing, [None], args.seconds)
+        calls = in_process_calls(root, listed, state / "bench-audit.jsonl", big=big)
+        list_us = per_call(calls["listing"], [None], args.seconds)
         print(f"\n{'in process, per call':<44} | {'µs':>10} | {'vs baseline':>11}")
         print("-" * 72)
         scan_us = per_call(lambda _: sorted(os.listdir(root / listed)), [None], args.seconds)
         print(f"{'sorted(os.listdir()) (baseline)':<44} | {scan_us:>10.1f} | {'1.00x':>11}")
         print(f"{'list_directory (plan + list + decide)':<44} | {list_us:>10.1f} | {list_us / scan_us:>10.2f}x")
         if big is not None:
-            read_args = {"project_id": project, "relative_path": big.name}
-
-            def check(_):
-                plan = tools.plan("read_file", read_args, caller)
-                assert plan.verdict == "allow", plan.reason
-
-            def read(_):
-                with open(big, encoding="utf-8") as handle:
-                    handle.read()
-
-            def guarded(_):
-                tools.conclude(tools.plan("read_file", read_args, caller))
-
-            io_us = per_call(read, [None], args.seconds)
-            check_us = per_call(check, [None], args.seconds)
-            whole_us = per_call(guarded, [None], args.seconds)
+            io_us = per_call(calls["read"], [None], args.seconds)
+            check_us = per_call(calls["check"], [None], args.seconds)
+            whole_us = per_call(calls["whole"], [None], args.seconds)
             print(f"{'open().read() of 32 KB (baseline)':<44} | {io_us:>10.1f} | {'1.00x':>11}")
             print(f"{'read_file policy check (resolver + engine)':<44} | {check_us:>10.1f} | {check_us / io_us:>10.2f}x")
             print(f"{'whole read_file (check + audit line + read)':<44} | {whole_us:>10.1f} | {whole_us / io_us:>10.2f}x")

@@ -9,7 +9,10 @@
   directory (never the user's), without ``PYTHONDONTWRITEBYTECODE`` (a user's start-up
   has bytecode caches; ``compile_package`` writes ours);
 * ``connect_time``, ``call_rate``, ``per_call``: spawn → first answer, calls per second
-  over one session, CPU time per call in process.
+  over one session, CPU time per call in process;
+* ``listing_fixture``, ``in_process_calls``: a directory to list and files to read, and the
+  server's work on them without its transport (``bench_mcp_reference.py``, and
+  ``bench_check_compare.py`` with another checkout's code).
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ import os
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from mcp import Client, StdioServerParameters
@@ -106,3 +110,52 @@ def per_call(fn, items: list, seconds: float, slices: int = 7) -> float:
             done += len(items)
         best = min(best, (time.process_time() - start) / done * 1e6)
     return best
+
+
+def listing_fixture(base: Path, entries: int) -> tuple[Path, str, list[str]]:
+    """(root, listed directory relative to it, ~2 KB files to read) built under ``base``."""
+    root = base / "repo"
+    listed = root / "big"
+    listed.mkdir(parents=True)
+    for i in range(entries):
+        (listed / f"file{i:04d}.ts").write_text(f"// file {i}\n" + "export const value = 'x';\n" * 80)
+    (root / ".env").write_text("KEY=placeholder\n")
+    return Path(os.path.realpath(root)), "big", [f"big/file{i:04d}.ts" for i in range(min(entries, 200))]
+
+
+def in_process_calls(root: Path, listed: str, audit: Path, *, big: Path | None = None
+                     ) -> dict[str, Callable[[object], None]]:
+    """The MCP server's work without its transport, each call as ``per_call`` takes it.
+
+    ``listing``: ``list_directory`` of ``listed`` (plan, listing, decisions, audit line). With
+    ``big`` (a text file of ``root``, written here with ~32 KB): ``read`` (``open().read()``, the
+    baseline), ``check`` (``read_file``'s plan: resolver and engine) and ``whole`` (the check, the
+    audit line and the read). ``lsp_bridge`` comes from ``sys.path`` as it is: another checkout's
+    code is measured when that checkout comes first there.
+    """
+    from lsp_bridge.mcp.audit import AuditLog
+    from lsp_bridge.mcp.file_tools import Caller, FileTools
+
+    tools = FileTools([str(root)], audit=AuditLog(str(audit)))
+    caller = Caller("bench", "bench", "n/a")
+    project = tools.project_ids[0]
+    list_args = {"project_id": project, "relative_path": listed}
+    calls: dict[str, Callable[[object], None]] = {
+        "listing": lambda _: tools.conclude(tools.plan("list_directory", list_args, caller)),
+    }
+    if big is not None:
+        big.write_text("export const value = 'x';\n" * 1300)
+        read_args = {"project_id": project, "relative_path": big.relative_to(root).as_posix()}
+        plan = tools.plan("read_file", read_args, caller)
+        assert plan.verdict == "allow", plan.reason
+
+        def read(_: object) -> None:
+            with open(big, encoding="utf-8") as handle:
+                handle.read()
+
+        calls.update(
+            read=read,
+            check=lambda _: tools.plan("read_file", read_args, caller),
+            whole=lambda _: tools.conclude(tools.plan("read_file", read_args, caller)),
+        )
+    return calls

@@ -187,6 +187,16 @@ def test_link_loop_is_refused(tmp_path):
     assert "loop" in str(error)
 
 
+def test_a_link_that_loops_through_itself_is_refused_not_read_as_the_root(tmp_path):
+    """``sub/sub`` -> ``sub/../..``: the lenient ``realpath`` names it the root; the kernel says ELOOP."""
+    root = tmp_path / "root"
+    (root / "sub").mkdir(parents=True)
+    (root / "sub" / "sub").symlink_to("sub/../..")
+    for below in ("sub/sub", "sub/sub/new.txt"):  # the link itself, and a file to be written through it
+        error = refused("invalid_path", root, below)
+        assert "loop" in str(error)
+
+
 def test_not_yet_existing_nested_target(tmp_path):
     root = tmp_path / "root"
     root.mkdir()

@@ -114,7 +114,7 @@ def resolve(project_root: str, relative_path: str, *, for_read: bool = False, ou
     mode = info.st_mode if info is not None else _mode(canonical, relative_path)
     if mode is not None and decoded != relative and not _spelling_exists(os.path.join(root, decoded)):
         mode = None  # ``file/.`` or ``file/``: the kernel finds nothing there
-    if mode is not None and lexical != canonical and not _kernel_finds(lexical):
+    if lexical != canonical and not _kernel_finds(lexical, relative_path):
         mode = None  # a link through a missing directory (``sub/../..``): the kernel finds nothing
     if for_read and mode is not None and _is_special(mode):
         raise ResolveError(
@@ -239,12 +239,21 @@ def _check_root(project_root: object, original: str) -> str:
     return root
 
 
-def _kernel_finds(lexical: str) -> bool:
+def _kernel_finds(lexical: str, original: str) -> bool:
+    """Whether the kernel finds something at ``lexical`` (a path through a link): a loop is refused.
+
+    ``realpath`` in its lenient form gives a loop a name (``sub/sub`` -> ``sub/../..``
+    reads as the root), so the kernel's ``ELOOP`` here is the answer, not that name.
+    """
     try:
         os.stat(lexical)
     except (FileNotFoundError, NotADirectoryError):
         return False
-    except OSError:
+    except OSError as error:
+        if error.errno == errno.ELOOP:
+            raise ResolveError(
+                "invalid_path", original, f"path {original!r} cannot be resolved: a symbolic link loop"
+            ) from None
         return True  # other errors were judged on the canonical path
     return True
 

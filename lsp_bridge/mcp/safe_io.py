@@ -29,11 +29,12 @@ import operator
 import os
 import secrets
 import stat
-import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from itertools import repeat
 from typing import NamedTuple
+
+from lsp_bridge.core.filesystems import filesystem_type
 
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
@@ -244,39 +245,13 @@ def _kind_or_none(item: os.DirEntry) -> str | None:
 # ``st_ino`` for a regular file). Not overlayfs, FUSE or network file systems, where
 # ``d_ino`` may be another layer's, made up, or the server's: there every file is read.
 _EXACT_DINO = frozenset({"ext2", "ext3", "ext4", "xfs", "btrfs", "tmpfs", "f2fs", "jfs", "bcachefs"})
-_MOUNTINFO = "/proc/self/mountinfo"
-_FS_TTL = 30.0  # as the hard-link index's: a file system type is re-read at least this often
-_fs_types: dict[int, str] = {}
-_fs_read = -1e18
 
 
 def readdir_inodes_exact(device: int) -> bool:
     """Whether directory entries on ``device`` give each regular file's own inode number
-    (its file system type, from ``/proc/self/mountinfo``, is in ``_EXACT_DINO``). False
-    where it cannot be told."""
-    global _fs_types, _fs_read
-    now = time.monotonic()
-    if now - _fs_read > _FS_TTL or device not in _fs_types:
-        types: dict[int, str] = {}
-        try:
-            with open(_MOUNTINFO, encoding="utf-8", errors="replace") as handle:
-                for line in handle:
-                    fields = line.split()
-                    if "-" not in fields:
-                        continue
-                    major, _, minor = fields[2].partition(":")
-                    try:
-                        number = os.makedev(int(major), int(minor))
-                    except ValueError:
-                        continue
-                    kind = fields[fields.index("-") + 1]
-                    if types.setdefault(number, kind) != kind:
-                        types[number] = "?"  # two types for one number: trust neither
-        except OSError:
-            types = {}
-        types.setdefault(device, "?")  # not mounted as itself (a btrfs subvolume...): untrusted until re-read
-        _fs_types, _fs_read = types, now
-    return _fs_types.get(device) in _EXACT_DINO
+    (its file system type, from the mount table, is in ``_EXACT_DINO``). False where it
+    cannot be told."""
+    return filesystem_type(device) in _EXACT_DINO
 
 
 def walk_files(root: str, relative: str, *, skip_dirs: frozenset[str] = frozenset(), limit: int) -> Iterator[str]:

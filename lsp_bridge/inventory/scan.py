@@ -20,6 +20,7 @@ import os
 import re
 import stat
 import threading
+import time
 from collections.abc import Callable, Iterable, Sequence
 
 from lsp_bridge.core.paths import is_within
@@ -32,7 +33,8 @@ from lsp_bridge.inventory.history import (
     enclosing_checkout,
     git_key,
 )
-from lsp_bridge.inventory.model import CiRoles, CredentialFile, GitDir, InventoryReport, Store
+from lsp_bridge.inventory.model import CiIdentity, CiRoles, CredentialFile, GitDir, InventoryReport, Store
+from lsp_bridge.inventory.scan_store import ScanStore, key_of, plain_names, stable_key
 from lsp_bridge.inventory.secrets import (
     CREDENTIAL_NAME_PATTERN,
     CREDENTIAL_NAME_STARTS,
@@ -69,18 +71,22 @@ class _Dir:
     """One scanned directory. Normal ones count their files; special ones are leaves."""
 
     __slots__ = ("kind", "files", "total", "subdirs", "creds", "roles", "manifest",
-                 "gitlink", "dirty")
+                 "gitlink", "dirty", "kept")
 
     def __init__(self, kind: int = _DIR) -> None:
         self.kind = kind
         self.files = 0  # regular files directly here (a store: in its whole subtree)
         self.total = 0  # counted files in the subtree (0 for .git and stores)
         self.subdirs: tuple[str, ...] = ()
-        self.creds: tuple[tuple[str, int, int, int], ...] = ()  # (name, count, mtime, size)
-        self.roles: tuple[tuple[str, tuple[str, ...], int, int], ...] = ()
+        self.creds: tuple[tuple, ...] = ()  # (name, count, *_stat_key): every credential-named file
+        self.roles: tuple[tuple, ...] = ()  # (name, (identities, capped), *_stat_key): every CI file
+
         self.manifest = False
         self.gitlink = False  # a ``.git`` file: a linked worktree or submodule
         self.dirty = False
+        # What lets the next run skip this listing (``scan_store``): a directory's stable key,
+        # a package store's ``[[relative directory, *key], ...]``; None: listed again next time.
+        self.kept: tuple | list | None = None
 
 
 @dataclass
@@ -108,14 +114,17 @@ class InventoryCache:
     """
 
     def __init__(self, *, persistent: bool = True) -> None:
-        """``persistent``: reuse git history answers kept between runs while every ref is unchanged
-        (``history.refs_digest``); False reads the history afresh each time a ref moves."""
+        """``persistent``: reuse what earlier runs kept in the user's cache directory: git history
+        answers while every ref is unchanged (``history.refs_digest``), and a directory's scan while
+        its stat is (``scan_store``; ``save_scans`` writes them). False lists every directory and
+        reads the history afresh each time a ref moves."""
         self.persistent = persistent
         self._lock = threading.RLock()
         self._queue_lock = threading.Lock()  # held for a moment only, never during a scan
         self._queued: dict[str, None] = {}
         self._flush_due = False
         self.dirs_scanned = 0
+        self.dirs_kept = 0  # directories (and package stores) taken from a kept scan, not listed
         self._clear()
 
     def _clear(self) -> None:
@@ -129,6 +138,7 @@ class InventoryCache:
         self._git_sizes: dict[str, tuple[tuple, int]] = {}  # common dir -> (key, bytes)
         self._git_size_stale: set[str] = set()
         self._errors: dict[str, str] = {}
+        self._stores: dict[str, ScanStore] = {}  # root -> its kept scans, to save when changed
 
     # ------------------------------------------------------------ public API
 
@@ -178,6 +188,16 @@ class InventoryCache:
             self._file_changed(path)
         return len(queued)
 
+    def save_scans(self) -> None:
+        """Keep the scans of the roots listed since the last save in the user's cache directory
+        (``scan_store``), so that the next run lists only the directories changed meanwhile.
+        Quietly nothing when the cache directory cannot be written."""
+        with self._lock:
+            work = [(store, *self._kept_under(store)) for store in self._stores.values()
+                    if store.changed and store.top in self._dirs]
+        for store, records, counts in work:
+            store.save(records, counts)
+
     def invalidate(self, path: str | None = None) -> None:
         """Forget ``path``'s subtree (everything when None); it is rescanned when next needed."""
         with self._lock:
@@ -200,7 +220,7 @@ class InventoryCache:
             common = common_dir_of(root)[0]
             if common:
                 self._history(common, progress)
-        for root in dict.fromkeys((*old, *new)):
+        for root in sorted(dict.fromkeys((*old, *new)), key=len):  # outer roots first: theirs are the kept scans
             self._ensure(root, progress)
         seen_before = self._exposure(old)
         seen_after = self._exposure(new)
@@ -254,18 +274,38 @@ class InventoryCache:
         if progress:
             progress(f"scanning {root}")
         if kind == _DIR:
-            self._scan_tree(root)
+            store = None
+            if self.persistent:
+                store = self._stores.get(root)
+                if store is None:
+                    store = self._stores[root] = ScanStore.for_root(root)
+            self._scan_tree(root, store)
         else:
             self._add_special(root, kind)
 
-    def _scan_tree(self, top: str) -> None:
-        """Scan ``top`` and every directory below it not already cached."""
+    def _scan_tree(self, top: str, store: ScanStore | None = None) -> None:
+        """Scan ``top`` and every directory below it not already cached (nor kept in ``store``
+        with its directory unchanged)."""
         dirs = self._dirs
         links: list[tuple[_Dir, _Dir]] = []  # (child, parent), parents listed first
         stack: list[tuple[str, _Dir | None]] = [(top, None)]
+        persistent = self.persistent
+        now = time.time_ns()  # before every lstat of the walk: ``stable_key``'s "read at"
         while stack:
             path, parent = stack.pop()
-            entry = self._scan_dir(path, None)
+            entry, key = None, None
+            if persistent:
+                try:
+                    info = os.lstat(path)
+                except OSError:
+                    pass  # the listing says why
+                else:
+                    entry = self._from_store(path, info, store) if store is not None else None
+                    key = stable_key(info, now) if entry is None else None
+            if entry is None:
+                entry = self._scan_dir(path, None, key)
+                if store is not None and key is not None:
+                    store.changed = True
             self._store(path, entry)
             if parent is not None:
                 links.append((entry, parent))
@@ -276,16 +316,18 @@ class InventoryCache:
                 if cached is not None:
                     entry.total += cached.total  # reuse a subtree scanned before
                 elif name in _SPECIAL_NAMES and (kind := _child_kind(path, name)) != _DIR:
-                    self._add_special(child, kind)
+                    self._add_special(child, kind, store)
                 else:
                     stack.append((child, entry))
         # Children were listed after their parents: add each total to its parent.
         for entry, parent in reversed(links):
             parent.total += entry.total
 
-    def _scan_dir(self, path: str, old: _Dir | None) -> _Dir:
-        """List one directory: its file count, interesting files and subdirectories."""
+    def _scan_dir(self, path: str, old: _Dir | None, key: tuple | None) -> _Dir:
+        """List one directory: its file count, interesting files and subdirectories. ``key``:
+        its ``scan_store.stable_key`` read before the listing (None: never kept)."""
         entry = _Dir()
+        entry.kept = key
         self.dirs_scanned += 1
         try:
             with os.scandir(path) as listing:
@@ -332,21 +374,112 @@ class InventoryCache:
             elif is_credential_name(name, dir_name):
                 creds.append(_reuse(old_creds.get(name), path, name, count_credentials))
         entry.creds = tuple(creds)
-        entry.roles = tuple(r for r in roles if r[1][0])
+        entry.roles = tuple(roles)
 
-    def _add_special(self, path: str, kind: int) -> None:
+    def _from_store(self, path: str, info: os.stat_result, store: ScanStore) -> _Dir | None:
+        """The directory as ``store`` kept it when ``info`` (its ``lstat`` now) still has the kept
+        key, its credential and CI files read again if they changed; else None."""
+        record = store.record(path, info)
+        if record is None:
+            return None
+        try:
+            *key, files, subdirs, flags, creds, roles = record
+            entry = _Dir()
+            entry.files = entry.total = files
+            entry.subdirs = tuple(subdirs)
+            if creds:
+                entry.creds = tuple(_reuse(_kept_credential(c), path, c[0], count_credentials) for c in creds)
+            if roles:
+                entry.roles = tuple(_reuse(_kept_roles(r), path, r[0], read_identities) for r in roles)
+        except (TypeError, ValueError, IndexError):
+            return None  # not what ``_kept_under`` writes
+        if not (type(files) is int and files >= 0 and type(flags) is int and plain_names(subdirs)
+                and type(creds) is list and type(roles) is list):
+            return None
+        entry.kept = tuple(key)
+        entry.manifest, entry.gitlink = bool(flags & 1), bool(flags & 2)
+        if self._errors:
+            self._errors.pop(path, None)
+        self.dirs_kept += 1
+        return entry
+
+    def _kept_under(self, store: ScanStore) -> tuple[dict[str, list], dict[str, list]]:
+        """The records ``store`` keeps for what is cached below its root: directories whose key
+        was stable when listed, and package stores whose every directory's was."""
+        records: dict[str, list] = {}
+        counts: dict[str, list] = {}
+        top = store.top
+        prefix = top if top.endswith(os.sep) else top + os.sep
+        cut = len(prefix)
+        for path, entry in self._dirs.items():
+            if entry.kept is None or not (path.startswith(prefix) or path == top):
+                continue
+            relative = path[cut:] if path != top else ""
+            if entry.kind == _DIR:
+                creds = [list(c) for c in entry.creds] if entry.creds else []
+                roles = [[name, [[i.cloud, i.kind, i.value] for i in found[0]], found[1], *key]
+                         for name, found, *key in entry.roles] if entry.roles else []
+                records[relative] = [*entry.kept, entry.files, list(entry.subdirs),
+                                     entry.manifest | entry.gitlink << 1, creds, roles]
+            elif entry.kind == _STORE:
+                counts[relative] = [entry.files, entry.kept]
+        return records, counts
+
+    def _add_special(self, path: str, kind: int, store: ScanStore | None = None) -> None:
         entry = _Dir(kind)
         if kind == _STORE:
-            entry.files = self._count_files(path)
+            kept = self._kept_count(path, store) if store is not None else None
+            if kept is not None:
+                entry.files, entry.kept = kept
+                self.dirs_kept += 1
+            else:
+                entry.files, entry.kept = self._count_files(path)
+                if store is not None and entry.kept is not None:
+                    store.changed = True
         self._store(path, entry)
 
-    def _count_files(self, top: str) -> int:
-        """Regular files in ``top``'s subtree (a package store)."""
+    def _kept_count(self, top: str, store: ScanStore) -> tuple[int, list] | None:
+        """(files, directories' keys) of the package store ``top`` as ``store`` kept it, when no
+        directory in it changed since (each has its key: the root's lists the others)."""
+        record = store.counts.get(store.relative(top))
+        if not (type(record) is list and len(record) == 2 and type(record[0]) is int and type(record[1]) is list):
+            return None
+        files, keys = record
+        prefix = top if top.endswith(os.sep) else top + os.sep
+        rooted = False
+        for item in keys:
+            if not (type(item) is list and len(item) == 5 and type(item[0]) is str):
+                return None
+            relative = item[0]
+            if relative and not plain_names(relative.split(os.sep)):
+                return None
+            rooted = rooted or not relative
+            try:
+                info = os.lstat(prefix + relative if relative else top)
+            except OSError:
+                return None
+            if not (info.st_ino == item[2] and info.st_ctime_ns == item[4] and info.st_mtime_ns == item[3]
+                    and info.st_dev == item[1]):
+                return None
+        return (files, keys) if rooted else None
+
+    def _count_files(self, top: str) -> tuple[int, list | None]:
+        """Regular files in ``top``'s subtree (a package store), and each directory's stable key
+        (``[relative path, *key]``, None when one is not stable or the cache is not persistent)."""
         count = 0
         stack = [top]
+        keys: list | None = [] if self.persistent else None
+        start = len(top) + (not top.endswith(os.sep))
+        now = time.time_ns()
         while stack:
             path = stack.pop()
             self.dirs_scanned += 1
+            if keys is not None:
+                key = key_of(path, now)
+                if key is None:
+                    keys = None
+                else:
+                    keys.append([path[start:], *key])
             try:
                 with os.scandir(path) as listing:
                     items = list(listing)
@@ -354,9 +487,10 @@ class InventoryCache:
                 if files < len(items):
                     stack += [item.path for item in items if item.is_dir(follow_symlinks=False)]
             except OSError:
+                keys = None  # not kept: an unreadable directory is read again next time
                 continue
             count += files
-        return count
+        return count, keys
 
     def _rescan(self, path: str) -> None:
         """Relist one directory; scan new subdirectories, drop vanished ones, fix ancestors."""
@@ -368,7 +502,7 @@ class InventoryCache:
             else:
                 self._forget_tree(path)
             return
-        entry = self._scan_dir(path, old)
+        entry = self._scan_dir(path, old, key_of(path) if self.persistent else None)
         for gone in set(old.subdirs) - set(entry.subdirs):
             self._forget_tree(os.path.join(path, gone))
         for name in entry.subdirs:
@@ -443,13 +577,14 @@ class InventoryCache:
             return [p for p in paths if _within_any(p, union)]
 
         for d in inside(self._cred_dirs):
-            for name, count, _, _ in self._dirs[d].creds:
+            for name, count, *_ in self._dirs[d].creds:
                 if count:
                     seen.credentials[os.path.join(d, name)] = count
         seen.manifests = set(inside(self._manifest_dirs))
         for d in inside(self._role_dirs):
-            for name, roles, _, _ in self._dirs[d].roles:
-                seen.roles[os.path.join(d, name)] = roles
+            for name, roles, *_ in self._dirs[d].roles:
+                if roles[0]:  # a CI file that names no identity is kept only to know it was read
+                    seen.roles[os.path.join(d, name)] = roles
         for special in _outermost(inside(self._specials)):
             self._expose_special(special, seen)
         for d in inside(self._gitlink_dirs):
@@ -478,7 +613,7 @@ class InventoryCache:
         entry = self._dirs[path]
         if entry.kind == _STORE:
             if entry.dirty:
-                entry.files = self._count_files(path)
+                entry.files, entry.kept = self._count_files(path)
                 entry.dirty = False
             if entry.files:
                 seen.stores[path] = entry.files
@@ -546,8 +681,11 @@ def warm_up() -> None:
 
 def inventory(before: Sequence[str], after: Sequence[str], *,
               progress: Progress | None = None, notes: Sequence[str] = ()) -> InventoryReport:
-    """One-shot ``InventoryCache().report(before, after)``."""
-    return InventoryCache().report(before, after, progress=progress, notes=notes)
+    """One-shot ``InventoryCache().report(before, after)``, its scans kept for the next run."""
+    cache = InventoryCache()
+    report = cache.report(before, after, progress=progress, notes=notes)
+    cache.save_scans()
+    return report
 
 
 # ---------------------------------------------------------------- helpers
@@ -585,21 +723,46 @@ def _worth_a_look(listing: str) -> bool:
     return any(start in listing for start in _DOTLESS_HINTS)
 
 
-def _stat_key(path: str) -> tuple[int, int]:
+_GONE = (-1, -1, -1, -1)
+_UNSTABLE = (-2, -2, -2, -2)  # changed too recently to tell a later change: never matches
+
+
+def _stat_key(path: str) -> tuple[int, int, int, int] | None:
+    """(mtime, size, ctime, inode) of the file at ``path``; ``_GONE`` when it cannot be read;
+    None when it changed too recently for a later change to show (``scan_store.stable_key``)."""
+    now = time.time_ns()
     try:
         info = os.lstat(path)
     except OSError:
-        return (-1, -1)
-    return (info.st_mtime_ns, info.st_size)
+        return _GONE
+    if stable_key(info, now) is None:
+        return None
+    return (info.st_mtime_ns, info.st_size, info.st_ctime_ns, info.st_ino)
+
+
+def _kept_credential(item: list) -> tuple:
+    """A kept ``(name, count, *key)`` (TypeError or ValueError when it is not one)."""
+    if not (type(item) is list and len(item) == 6 and plain_names(item[:1]) and all(type(n) is int for n in item[1:])):
+        raise ValueError("not a kept credential count")
+    return tuple(item)
+
+
+def _kept_roles(item: list) -> tuple:
+    """A kept ``(name, (identities, capped), *key)`` (TypeError or ValueError when it is not one)."""
+    name, identities, capped, *key = item
+    if not (plain_names([name]) and type(capped) is bool and len(key) == 4 and all(type(n) is int for n in key)):
+        raise ValueError("not kept CI identities")
+    found = tuple(CiIdentity(*(str(part) for part in identity)) for identity in identities)
+    return (name, (found, capped), *key)
 
 
 def _reuse(old: tuple | None, directory: str, name: str, read: Callable[[str], object]) -> tuple:
-    """(name, value, mtime, size): the old tuple when the file is unchanged, else re-read."""
+    """(name, value, *key): the old tuple when the file is unchanged since, else read again."""
     path = os.path.join(directory, name)
     key = _stat_key(path)
-    if old is not None and old[2:] == key:
+    if old is not None and key is not None and old[2:] == key:
         return old
-    return (name, read(path), *key)
+    return (name, read(path), *(key or _UNSTABLE))
 
 
 def _child_kind(parent: str, name: str) -> int:

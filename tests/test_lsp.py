@@ -651,3 +651,33 @@ async def test_trace_request_proposes_the_file_above_the_root(client, tmp_path):
     assert '[[paths]]' in result["snippet"]
     bad = as_data(await client.client.protocol.send_request_async("rootguard/trace", {"command": []}))
     assert bad["exit"] == 2 and "command" in bad["error"]
+
+
+# --- scans kept between sessions (scan_store) ------------------------------------------
+
+
+async def test_a_second_session_counts_from_the_kept_scans_and_sees_what_changed_between(tmp_path):
+    from tests.conftest import GIT_ENV
+
+    os.environ.update(GIT_ENV)
+    demo = build_monorepo(str(tmp_path / "demo"), packages=4, files_per_package=6, narrow_files=10,
+                          commits=4, worktree=False)
+    await asyncio.sleep(0.2)  # past the racy window: the first session's listings are kept
+    scans = Path(os.environ["XDG_CACHE_HOME"], "rootguard", "scans")
+    async with Window() as first:
+        await first.start([demo.narrow])
+        await first.next_status(0)
+        mark = first.change_folders(added=[demo.repo])
+        before = (await first.next_status(mark, lambda s: s["inventory"], "inventory"))["inventory"]
+        await wait_for(lambda: list(scans.glob("*.json")), what="the scans kept after the warning")
+    deep = Path(demo.package("ui"), "src", "a", "b")
+    deep.mkdir(parents=True)
+    (deep / ".env").write_text("STRIPE_SECRET_KEY=sk_live_" + "4eC39HqLyjWDarjtT1zdp7dc" + "\n")
+    async with Window() as second:
+        await second.start([demo.narrow])
+        await second.next_status(0)
+        mark = second.change_folders(added=[demo.repo])
+        after = (await second.next_status(mark, lambda s: s["inventory"], "inventory"))["inventory"]
+    assert after["files_after"] == before["files_after"] + 1
+    assert str(deep / ".env") in [c["path"] for c in after["credentials"]]
+    assert len(after["credentials"]) == len(before["credentials"]) + 1

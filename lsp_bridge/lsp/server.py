@@ -462,6 +462,8 @@ class RootGuardServer(LanguageServer):
         # line: rendered once it is out (~0.25 ms on a 6k-file inventory, hot).
         self.tracker.inventory_described(report.describe())
         self.send_status()
+        # The scans are kept for the next session (``scan_store``) once the warning is out.
+        asyncio.get_running_loop().run_in_executor(None, self._cache().save_scans)
         return True
 
     def schedule_mounts(self) -> None:
@@ -711,11 +713,12 @@ def _warm_up(scans: Scans) -> None:
     """Import, in a worker, what the steps after start-up and the first widening need.
 
     Most of it is imports (about 40 ms): done here, the event loop stays free for
-    messages. First what a widening's scan needs (the inventory modules, then the
-    credential detectors): those go on while a scan runs, since the scan would
-    wait for them anyway, and the detectors are built while it walks the tree
-    (it needs them only at the first candidate file). Each later step waits while
-    an inventory scan runs (it needs the CPU more).
+    messages. First the inventory modules, which a widening's scan needs at once:
+    that step goes on while a scan runs, since the scan would wait for it anyway.
+    Each later step waits while an inventory scan runs (it needs the CPU more),
+    the credential detectors too: a scan whose directories and credential files
+    are unchanged since they were kept (``scan_store``) never reads a file, and one
+    that does loads them itself at its first candidate file.
     """
     import importlib
 
@@ -725,9 +728,9 @@ def _warm_up(scans: Scans) -> None:
     def watch_events() -> None:  # watchdog's event classes: the first watches
         importlib.import_module("lsp_bridge.lsp.watch")._load_changes()
 
-    for step in ("lsp_bridge.inventory.scan", detectors):
-        _warm_up_step(step)
+    _warm_up_step("lsp_bridge.inventory.scan")
     for step in (
+        detectors,
         watch_events,
         "watchdog.observers.inotify_c",
         "watchdog.observers.inotify",

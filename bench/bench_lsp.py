@@ -26,8 +26,12 @@ JSON-RPC client and prints, in one run:
   server settled for 2 s (its warm-up done, as before a person acts) and once
   with the folder added the moment the first status arrives (the warm-up and
   the rest of start-up still running);
+* the warning again in a first session: the scans an earlier session kept
+  (``inventory/scan_store.py``: a directory unchanged since is not listed again)
+  removed before it, as on a machine where the folder was never measured;
 * the same inventory in this process (``InventoryCache().report``, imports
-  warm), beside the same find+du: what the scan itself costs, server excluded;
+  warm, no scans kept), beside the same find+du: what the walk itself costs,
+  server excluded;
 * the server's peak RSS after the inventory, beside the bare pygls server's;
 * re-inventory after touching one file: touch to the updated status, minus the
   watcher's 150 ms debounce, beside the cold inventory.
@@ -35,7 +39,7 @@ JSON-RPC client and prints, in one run:
 Caches: the servers get a cache and state directory of their own (``XDG_CACHE_HOME``,
 ``XDG_STATE_HOME`` in a temporary directory), filled by one unmeasured widening
 first, as on a machine where Root Guard ran before (the detect-secrets patterns,
-the repository's history answers; both validated at each use).
+the repository's history answers, the kept scans; each validated at each use).
 
 Bytecode: both servers run from byte-compiled caches, as after an install
 (``compileall`` of the package first; ``PYTHONDONTWRITEBYTECODE`` is removed
@@ -57,6 +61,7 @@ import argparse
 import json
 import os
 import queue
+import shutil
 import statistics
 import subprocess
 import sys
@@ -193,7 +198,8 @@ def fixture(directory: str) -> tuple[str, str]:
 
 def warning_after(server: list[str], env: dict[str, str], narrow: str, change: dict, *, settle: float) -> float:
     """Seconds from adding the folder to the warning, in a new server started on ``narrow``:
-    the folder added ``settle`` seconds after the first status (0: the moment it arrives)."""
+    the folder added ``settle`` seconds after the first status (0: the moment it arrives).
+    The server is left the time to keep its scans (written after the warning) when it had none."""
     rpc = Rpc(server, env)
     try:
         initialize(rpc, [narrow])
@@ -202,9 +208,18 @@ def warning_after(server: list[str], env: dict[str, str], narrow: str, change: d
         sent = time.perf_counter()
         rpc.send("workspace/didChangeWorkspaceFolders", change)
         shown, _ = rpc.wait(is_warning)
+        deadline = time.monotonic() + 10
+        while not kept_scans(env) and time.monotonic() < deadline:
+            time.sleep(0.05)
         return shown - sent
     finally:
         rpc.close()
+
+
+def kept_scans(env: dict[str, str]) -> list[str]:
+    """The scans the servers of ``env`` keep between sessions (``inventory/scan_store.py``)."""
+    scans = os.path.join(env["XDG_CACHE_HOME"], "rootguard", "scans")
+    return os.listdir(scans) if os.path.isdir(scans) else []
 
 
 def compare(other: tuple[list[str], dict[str, str]], server: tuple[list[str], dict[str, str]],
@@ -308,6 +323,7 @@ def main() -> int:
 
     status_lat, rtt, warn, warn_base, bare_rss, rss, touch, inv = [], [], [], [], [], [], [], []
     early, early_base = [], []  # the folder added right after the first status (the warm-up still running)
+    first, first_base = [], []  # a first session: no scans kept by an earlier one
     for _ in range(args.repeat):
         bare = Rpc(minimal, env)
         initialize(bare, [narrow])
@@ -349,6 +365,13 @@ def main() -> int:
         early_base.append(find_du(repo))
         early.append(warning_after(server, env, narrow, change, settle=0.0))  # again, widened at once
 
+        shutil.rmtree(os.path.join(env["XDG_CACHE_HOME"], "rootguard", "scans"), ignore_errors=True)  # as before any session
+        first_base.append(find_du(repo))
+        first.append(warning_after(server, env, narrow, change, settle=SETTLE))  # and kept again for the next
+
+    # In this process: the walk itself (a cache directory of its own, where scans are never kept).
+    os.environ["XDG_CACHE_HOME"] = env["XDG_CACHE_HOME"] + "-in-process"
+
     from lsp_bridge.inventory.scan import InventoryCache, warm_up
 
     warm_up()
@@ -370,6 +393,7 @@ def main() -> int:
     row("didChangeWorkspaceFolders -> status", status_lat, rtt, "trivial request round trip", target="<= 30 ms")
     row("folder added -> inventory warning", warn, warn_base, "find | wc -l; du -sb .git", target="<= 1.3x", paired=True)
     row("same, added right at start-up", early, early_base, "find | wc -l; du -sb .git", target="<= 1.3x", paired=True)
+    row("same, first session (nothing kept)", first, first_base, "find | wc -l; du -sb .git", paired=True)
     row("inventory in process (warm imports)", in_process, in_process_base, "find | wc -l; du -sb .git", paired=True)
     row("widened status -> inventory status", inv, warn_base, "find | wc -l; du -sb .git", paired=True)
     kb = lambda values: f"{statistics.median(values) / 1024:8.1f} MB"  # noqa: E731

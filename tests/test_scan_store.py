@@ -98,6 +98,19 @@ def test_a_credential_file_rewritten_to_the_same_size_is_counted_again(small):
     assert dict((c.path, c.count) for c in after.credentials).get(str(env), 0) == counted - 1
 
 
+def test_a_file_read_again_under_a_kept_directory_is_kept_with_its_new_key(small):
+    env = Path(small.repo, ".env")
+    run(small)
+    os.utime(env)  # the file changes, its directory does not
+    time.sleep(SETTLE)
+    second, _ = run(small)
+    assert second.dirs_kept > 0
+    root = json.loads(store_files()[0].read_text())["records"][""]
+    info = env.stat()
+    kept = next(c for c in root[7] if c[0] == ".env")
+    assert kept[2:] == [info.st_mtime_ns, info.st_size, info.st_ctime_ns, info.st_ino]
+
+
 def test_a_directory_changed_just_before_its_listing_is_not_kept(small):
     Path(small.repo, "just-now").write_text("x\n")  # the root changes within the racy window
     run(small)

@@ -17,14 +17,13 @@ names of deleted files and CI identities (which are not secrets) only.
 from __future__ import annotations
 
 import os
-import re
 import stat
 import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
 
 from lsp_bridge.core.paths import is_within
-from lsp_bridge.core.record import dataclass, field, replace
+from lsp_bridge.core.record import dataclass, field, lazy_pattern, replace
 from lsp_bridge.inventory.ci import read_identities
 from lsp_bridge.inventory.history import (
     _History,
@@ -56,9 +55,10 @@ _SPECIAL_NAMES = frozenset({".git", ".pnpm", ".pnpm-store", "node_modules", "cac
 _INTERESTING_DIRS = CREDENTIAL_PARENTS | {"workflows"}
 # Interesting names in a NUL-joined directory listing ("\x00a\x00b..."): a cheap
 # hint first (``_worth_a_look``), the exact pattern only on listings that hit.
-_DOTTED_HINT = re.compile(dotted_hint(("mod",))).search  # go.mod; other manifests: json/toml
+# Compiled at the first listing: a run whose directories are all kept lists none.
+_DOTTED_HINT = lazy_pattern(dotted_hint(("mod",)))  # go.mod; other manifests: json/toml
 _DOTLESS_HINTS = tuple("\x00" + start for start in CREDENTIAL_NAME_STARTS)
-_INTERESTING = re.compile(
+_INTERESTING = lazy_pattern(
     r"(?<![^\x00])(?:\.git|package\.json|pyproject\.toml|Cargo\.toml|go\.mod"
     r"|\.gitlab-ci\.ya?ml|" + CREDENTIAL_NAME_PATTERN + r")(?![^\x00])"
 )
@@ -80,7 +80,6 @@ class _Dir:
         self.subdirs: tuple[str, ...] = ()
         self.creds: tuple[tuple, ...] = ()  # (name, count, *_stat_key): every credential-named file
         self.roles: tuple[tuple, ...] = ()  # (name, (identities, capped), *_stat_key): every CI file
-
         self.manifest = False
         self.gitlink = False  # a ``.git`` file: a linked worktree or submodule
         self.dirty = False
@@ -388,9 +387,15 @@ class InventoryCache:
             entry.files = entry.total = files
             entry.subdirs = tuple(subdirs)
             if creds:
-                entry.creds = tuple(_reuse(_kept_credential(c), path, c[0], count_credentials) for c in creds)
+                kept_creds = [_kept_credential(c) for c in creds]
+                entry.creds = tuple(_reuse(c, path, c[0], count_credentials) for c in kept_creds)
+                if any(new is not old for new, old in zip(entry.creds, kept_creds, strict=True)):
+                    store.changed = True  # a file read again: keep its new key
             if roles:
-                entry.roles = tuple(_reuse(_kept_roles(r), path, r[0], read_identities) for r in roles)
+                kept_roles = [_kept_roles(r) for r in roles]
+                entry.roles = tuple(_reuse(r, path, r[0], read_identities) for r in kept_roles)
+                if any(new is not old for new, old in zip(entry.roles, kept_roles, strict=True)):
+                    store.changed = True
         except (TypeError, ValueError, IndexError):
             return None  # not what ``_kept_under`` writes
         if not (type(files) is int and files >= 0 and type(flags) is int and plain_names(subdirs)
@@ -675,7 +680,7 @@ def warm_up() -> None:
     from lsp_bridge.inventory import ci, history, secrets, text
 
     compiled = regex_cache()
-    compile_patterns(*(module.__name__ for module in (secrets, ci, history, text)), compile=compiled.compile)
+    compile_patterns(__name__, *(module.__name__ for module in (secrets, ci, history, text)), compile=compiled.compile)
     compiled.save()
 
 
@@ -718,7 +723,7 @@ def _outermost(paths: Iterable[str]) -> list[str]:
 
 def _worth_a_look(listing: str) -> bool:
     """Whether a NUL-joined listing may hold an interesting name (a fast, loose test)."""
-    if _DOTTED_HINT(listing):
+    if _DOTTED_HINT.search(listing):
         return True
     return any(start in listing for start in _DOTLESS_HINTS)
 

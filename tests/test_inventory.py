@@ -366,6 +366,35 @@ def test_the_history_is_kept_between_runs_while_no_ref_moves(tmp_path):
     assert inventory([], [str(repo)]).git[0].commits == 5
 
 
+def test_an_unchanged_repository_needs_no_git_process_the_second_time(tmp_path, monkeypatch):
+    """Where the files holding the refs are as kept (``history.refs_stat``), the kept answers
+    stand without git; a ref moved by git or edited by hand falls back to asking git."""
+    import time
+
+    from lsp_bridge.inventory import scan_store
+
+    settle = scan_store.MARGIN_NS / 1e9 + 0.05
+    repo = new_repo(tmp_path / "svc", commits=3)
+    parent = subprocess.run(["git", "rev-parse", "HEAD~1"], cwd=repo, capture_output=True, text=True,
+                            check=True).stdout.strip()
+    time.sleep(settle)
+    assert inventory([], [str(repo)]).git[0].commits == 3  # read with git, kept with the refs' keys
+
+    monkeypatch.setenv("PATH", str(tmp_path / "no-git-here"))  # any git process now fails
+    assert inventory([], [str(repo)]).git[0].commits == 3
+
+    main = repo / ".git" / "refs" / "heads" / "main"
+    if not main.exists():
+        main = next((repo / ".git" / "refs" / "heads").iterdir())
+    with open(main, "r+") as handle:  # moved by hand, in place: same inode, same size
+        handle.write(parent)
+    time.sleep(settle)
+    assert inventory([], [str(repo)]).git[0].commits is None  # only git could tell: unknown, never the old 3
+
+    monkeypatch.undo()
+    assert inventory([], [str(repo)]).git[0].commits == 2
+
+
 def test_a_damaged_history_store_is_read_again(tmp_path):
     from lsp_bridge.inventory import history
 

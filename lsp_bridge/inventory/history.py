@@ -14,14 +14,16 @@ Nothing here returns a file's contents: names and counts only.
 from __future__ import annotations
 
 import os
-import subprocess
+import stat
 import threading
+import time
 from collections.abc import Callable
 
 from lsp_bridge.core.atomic import write_cache
 from lsp_bridge.core.git import git_env
 from lsp_bridge.core.record import TypeVar, lazy_pattern
 from lsp_bridge.inventory.model import Renamed
+from lsp_bridge.inventory.scan_store import stable_key
 from lsp_bridge.inventory.secrets import is_credential_name
 
 GIT_TIMEOUT = 30.0
@@ -123,7 +125,8 @@ class _History:
     the reading started from. ``persistent``: answers are kept between runs in
     the user's cache directory, keyed by every ref (``HistoryStore``), so a
     second ``rootguard inventory`` of an unchanged repository runs one cheap git
-    command instead of reading the whole history again.
+    command instead of reading the whole history again (none while the files that
+    hold the refs are unchanged: ``refs_stat``).
     """
 
     def __init__(self, common: str, key: tuple, *, persistent: bool = False) -> None:
@@ -149,6 +152,11 @@ class _History:
 # a fresh reading and the answers are stored only when no ref moved meanwhile; git failures
 # ("could not tell") are never stored. The credential-name rules are part of the key, so a
 # release that changes them reads again.
+#
+# Even that git process is spared while the files that hold the refs are unchanged
+# (``refs_stat``): git writes a ref, HEAD, ``packed-refs`` and ``shallow`` to a lock file and
+# renames it over the old one (a new inode, the directory changed), and a hand edit in place
+# changes the file's mtime and ctime; each is kept with its ``scan_store.stable_key``.
 
 _STORE_FORMAT = 1
 _STORE_LIMIT = 64  # repositories remembered; the oldest entry goes first
@@ -166,14 +174,79 @@ def refs_digest(common: str) -> str | None:
         out += b"\0worktree\0" + name.encode("utf-8", "surrogateescape") + b"\0"
         out += _read_small(os.path.join(common, "worktrees", name, "HEAD"))
     out += b"\0shallow\0" + _read_small(os.path.join(common, "shallow"), limit=1 << 20)
-    from lsp_bridge.inventory.secrets import CREDENTIAL_NAME_PATTERN, CREDENTIAL_PARENTS
-
-    rules = f"\0{_STORE_FORMAT}\0{CREDENTIAL_NAME_PATTERN}\0{sorted(CREDENTIAL_PARENTS)}".encode()
+    rules = _rules().encode()
     if len(out) <= 16384:  # hashlib's import (OpenSSL) costs more than keeping the text
         return (out + rules).decode("utf-8", errors="surrogateescape")
     import hashlib
 
     return "sha256:" + hashlib.sha256(out + rules).hexdigest()
+
+
+def _rules() -> str:
+    """What the kept answers also depend on: the store's format and the credential-name rules."""
+    from lsp_bridge.inventory.secrets import CREDENTIAL_NAME_PATTERN, CREDENTIAL_PARENTS
+
+    return f"\0{_STORE_FORMAT}\0{CREDENTIAL_NAME_PATTERN}\0{sorted(CREDENTIAL_PARENTS)}"
+
+
+_REF_FILES = ("HEAD", "packed-refs", "shallow")
+_REF_TREES = ("refs", "reftable")
+
+
+def refs_stat(common: str) -> list | None:
+    """The stable keys of where ``common`` keeps its refs: ``HEAD``, ``packed-refs``, ``shallow``
+    (``[name]`` when absent), every directory and file below ``refs/`` and ``reftable/``, the
+    ``worktrees/`` directory and each linked worktree's ``HEAD``; then the rules (``_rules``).
+    None when one of them changed too recently, or lives on a file system, for its key to tell
+    a later change (``scan_store.stable_key``): then only git can say whether a ref moved."""
+    now = time.time_ns()
+    found: list = []
+
+    def add(relative: str, info: os.stat_result | None) -> bool:
+        if info is None:
+            found.append([relative])
+            return True
+        key = stable_key(info, now)
+        if key is None:
+            return False
+        found.append([relative, *key])
+        return True
+
+    def lstat(relative: str) -> os.stat_result | None:
+        try:
+            return os.lstat(os.path.join(common, relative))
+        except FileNotFoundError:
+            return None
+
+    try:
+        for name in _REF_FILES:
+            if not add(name, lstat(name)):
+                return None
+        worktrees = lstat("worktrees")
+        if not add("worktrees", worktrees):
+            return None
+        if worktrees is not None:
+            for name in sorted(_listdir(os.path.join(common, "worktrees"))):
+                if not add(f"worktrees/{name}/HEAD", lstat(os.path.join("worktrees", name, "HEAD"))):
+                    return None
+        for tree in _REF_TREES:
+            info = lstat(tree)
+            if not add(tree, info):
+                return None
+            stack = [tree] if info is not None and stat.S_ISDIR(info.st_mode) else []
+            while stack:
+                relative = stack.pop()
+                with os.scandir(os.path.join(common, relative)) as listing:
+                    items = sorted(listing, key=lambda item: item.name)
+                for item in items:
+                    child = f"{relative}/{item.name}"
+                    if not add(child, item.stat(follow_symlinks=False)):
+                        return None
+                    if item.is_dir(follow_symlinks=False):
+                        stack.append(child)
+    except OSError:
+        return None
+    return [_rules(), *found]
 
 
 def _listdir(path: str) -> list[str]:
@@ -234,30 +307,46 @@ def _decode(entry: dict) -> tuple[int, Lost] | None:
 
 
 def _stored_history(common: str) -> tuple[int | None, Lost | None]:
-    """(commits, lost) from the store when every ref is where it was, else read and stored."""
+    """(commits, lost) from the store when every ref is where it was, else read and stored.
+    Where the files holding the refs are as they were kept (``refs_stat``), no git runs at all."""
     path = _store_path()
-    key = refs_digest(common) if path else None
-    if path and key:
-        entry = _read_store(path).get(common)
-        if isinstance(entry, dict) and entry.get("key") == key:
-            found = _decode(entry)
-            if found is not None:
-                return found
-    counted = _in_background(_commit_count, common)
-    lost = _lost_sensitive(common)
-    commits = counted()
-    if path and key and commits is not None and lost is not None and refs_digest(common) == key:
-        _save(path, common, key, commits, lost)
+    if not path:
+        return _read_history(common)
+    entry = _read_store(path).get(common)
+    stats = refs_stat(common)  # before the digest: a ref moving in between is caught next time
+    if stats is not None and isinstance(entry, dict) and entry.get("refs_stat") == stats:
+        found = _decode(entry)
+        if found is not None:
+            return found
+    key = refs_digest(common)
+    if not key:
+        return _read_history(common)
+    if isinstance(entry, dict) and entry.get("key") == key:
+        found = _decode(entry)
+        if found is not None:
+            if stats is not None:  # the next run need not ask git
+                _save(path, common, key, *found, stats)
+            return found
+    commits, lost = _read_history(common)
+    if commits is not None and lost is not None and refs_digest(common) == key:
+        _save(path, common, key, commits, lost, stats)
     return commits, lost
 
 
-def _save(path: str, common: str, key: str, commits: int, lost: Lost) -> None:
+def _read_history(common: str) -> tuple[int | None, Lost | None]:
+    counted = _in_background(_commit_count, common)
+    lost = _lost_sensitive(common)
+    return counted(), lost
+
+
+def _save(path: str, common: str, key: str, commits: int, lost: Lost, stats: list | None) -> None:
     import json
-    import time
 
     deleted, renamed = lost
     entry = {"key": key, "commits": commits, "deleted": list(deleted), "saved": time.time(),
              "renamed": [[r.source, r.dest, r.dest_in_tree, r.dest_is_credential_name] for r in renamed]}
+    if stats is not None:
+        entry["refs_stat"] = stats
     with _store_lock:
         repos = _read_store(path)
         repos[common] = entry
@@ -300,6 +389,8 @@ def _git(common: str, *args: str, data: bytes | None = None) -> bytes | None:
     """Run a read-only git command against ``common``; None on any failure."""
     command = ["git", f"--git-dir={common}", "-c", "core.fsmonitor=false",
                "-c", "log.showSignature=false", *args]
+    import subprocess  # not imported by a run whose history is kept and whose refs did not move
+
     try:
         with _GIT_SLOTS:
             result = subprocess.run(command, input=data, capture_output=True, env=git_env(),

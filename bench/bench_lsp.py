@@ -293,7 +293,7 @@ def main() -> int:
     server = [sys.executable, "-m", "lsp_bridge"]
     minimal = [sys.executable, "-c", MINIMAL_SERVER]
     change = {"event": {"added": [folder(repo)], "removed": []}}
-    warning_after(server, env, narrow, change, settle=0.0)  # fills the caches, unmeasured
+    warning_after(server, env, narrow, change, settle=SETTLE)  # fills the caches (the warm-up done first), unmeasured
     if args.compare:
         # -P: each package from its interpreter's own environment, never from the current
         # directory; and caches of its own (the pattern cache is keyed by the installed plugins'
@@ -301,7 +301,7 @@ def main() -> int:
         other_env = dict(env, XDG_CACHE_HOME=env["XDG_CACHE_HOME"] + "-compared",
                          XDG_STATE_HOME=env["XDG_STATE_HOME"] + "-compared")
         other = [args.compare, "-P", "-m", "lsp_bridge"]
-        warning_after(other, other_env, narrow, change, settle=0.0)
+        warning_after(other, other_env, narrow, change, settle=SETTLE)
         compare((other, other_env), ([sys.executable, "-P", "-m", "lsp_bridge"], env), narrow, change, args.repeat)
         return 0
 

@@ -395,6 +395,25 @@ def test_an_unchanged_repository_needs_no_git_process_the_second_time(tmp_path, 
     assert inventory([], [str(repo)]).git[0].commits == 2
 
 
+def test_refs_reached_through_a_link_are_always_asked_of_git(tmp_path):
+    """A ``refs/heads`` that is a link: a ref moving where it points changes nothing git's
+    directory shows, so the kept answers never stand on its keys."""
+    import time
+
+    from lsp_bridge.inventory import history, scan_store
+
+    repo = new_repo(tmp_path / "svc", commits=2)
+    heads = repo / ".git" / "refs" / "heads"
+    elsewhere = tmp_path / "heads-elsewhere"
+    os.rename(heads, elsewhere)
+    os.symlink(elsewhere, heads)
+    time.sleep(scan_store.MARGIN_NS / 1e9 + 0.05)
+    assert history.refs_stat(str(repo / ".git")) is None
+    assert inventory([], [str(repo)]).git[0].commits == 2
+    subprocess.run(["git", "commit", "-q", "--allow-empty", "-m", "more"], cwd=repo, check=True)
+    assert inventory([], [str(repo)]).git[0].commits == 3
+
+
 def test_a_damaged_history_store_is_read_again(tmp_path):
     from lsp_bridge.inventory import history
 

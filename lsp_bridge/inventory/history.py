@@ -198,7 +198,8 @@ def refs_stat(common: str) -> list | None:
     (``[name]`` when absent), every directory and file below ``refs/`` and ``reftable/``, the
     ``worktrees/`` directory and each linked worktree's ``HEAD``; then the rules (``_rules``).
     None when one of them changed too recently, or lives on a file system, for its key to tell
-    a later change (``scan_store.stable_key``): then only git can say whether a ref moved."""
+    a later change (``scan_store.stable_key``), or is a symbolic link (what it points at could
+    change unseen): then only git can say whether a ref moved."""
     now = time.time_ns()
     found: list = []
 
@@ -206,6 +207,8 @@ def refs_stat(common: str) -> list | None:
         if info is None:
             found.append([relative])
             return True
+        if stat.S_ISLNK(info.st_mode):  # git follows it; a change where it points would not show here
+            return False
         key = stable_key(info, now)
         if key is None:
             return False

@@ -227,3 +227,19 @@ def test_a_key_is_kept_only_once_the_racy_window_has_passed(tmp_path):
     assert kept == (info.st_dev, info.st_ino, info.st_mtime_ns, changed)
     (tmp_path / "new").write_text("x\n")  # an entry added: the directory's key changes
     assert scan_store.key_of(str(tmp_path), time.time_ns() + scan_store.COARSE_MARGIN_NS + 1) != kept
+
+
+def test_names_that_are_not_utf8_are_kept_and_read_back(tmp_path):
+    top = tmp_path / "top"
+    odd = os.fsdecode(b"bad\xff\xfename")  # bytes no encoding gives: lone surrogates in Python
+    (top / odd / "deeper").mkdir(parents=True)
+    (top / odd / "deeper" / ".env").write_text("API_TOKEN=Ab12Cd34Ef56Gh78Ij90\n")
+    (top / "sub").mkdir()
+    time.sleep(SETTLE)
+    first = InventoryCache()
+    report = first.report([str(top / "sub")], [str(top)])
+    first.save_scans()
+    second = InventoryCache()
+    assert second.report([str(top / "sub")], [str(top)]) == report
+    assert second.dirs_kept == tree_dirs(str(top))
+    assert str(top / odd / "deeper" / ".env") in [c.path for c in report.credentials]

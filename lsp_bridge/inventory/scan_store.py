@@ -131,8 +131,10 @@ class ScanStore:
         """Write these records in place of the kept ones; False when nothing could be written."""
         if self.file is None:
             return False
+        # ASCII: a name that is not UTF-8 (its bytes kept as lone surrogates) is written as an
+        # escape and read back the same, where UTF-8 output could not encode it at all.
         text = json.dumps({"format": FORMAT, "top": self.top, "records": records, "counts": counts},
-                          ensure_ascii=False, separators=(",", ":"), check_circular=False)
+                          separators=(",", ":"), check_circular=False)
         written = write_cache(self.file, text)
         if written:
             self.records, self.counts, self.changed = dict(records), dict(counts), False

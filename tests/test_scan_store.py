@@ -243,3 +243,13 @@ def test_names_that_are_not_utf8_are_kept_and_read_back(tmp_path):
     assert second.report([str(top / "sub")], [str(top)]) == report
     assert second.dirs_kept == tree_dirs(str(top))
     assert str(top / odd / "deeper" / ".env") in [c.path for c in report.credentials]
+
+
+def test_a_cache_text_utf8_cannot_hold_is_not_written_and_leaves_no_temporary(tmp_path):
+    from lsp_bridge.core.atomic import write_cache
+
+    target = tmp_path / "cache" / "kept.json"
+    assert write_cache(str(target), '{"ok": 1}') is True
+    assert write_cache(str(target), '{"name": "' + os.fsdecode(b"\xff") + '"}') is False
+    assert target.read_text() == '{"ok": 1}'  # the file kept before is still there, whole
+    assert [p.name for p in target.parent.iterdir()] == ["kept.json"]

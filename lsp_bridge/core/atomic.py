@@ -54,7 +54,7 @@ def write_cache(path: str, text: str) -> bool:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             handle.write(text)
         os.replace(temp, path)
-    except OSError:
+    except (OSError, UnicodeEncodeError):  # a text UTF-8 cannot hold (lone surrogates): not kept either
         try:
             os.unlink(temp)
         except OSError:

@@ -54,3 +54,14 @@ def make_repo(path: Path, files: dict[str, str] | None = None) -> Path:
     git(path, "add", "-A")
     git(path, "commit", "-q", "-m", "initial")
     return path
+
+
+def tmp_keeps_scans() -> bool:
+    """Whether the temporary directory is on a file system whose timestamps this machine sets:
+    only there are scans and ref keys kept between runs (``inventory/scan_store.py``)."""
+    import tempfile
+
+    from lsp_bridge.core.filesystems import filesystem_type
+    from lsp_bridge.inventory.scan_store import LOCAL_TYPES
+
+    return filesystem_type(os.stat(tempfile.gettempdir()).st_dev) in LOCAL_TYPES

@@ -19,6 +19,7 @@ from lsp_bridge.inventory.secrets import (
     count_credentials,
     is_credential_name,
 )
+from tests.conftest import tmp_keeps_scans
 
 
 @pytest.fixture(scope="module")
@@ -366,6 +367,8 @@ def test_the_history_is_kept_between_runs_while_no_ref_moves(tmp_path):
     assert inventory([], [str(repo)]).git[0].commits == 5
 
 
+@pytest.mark.skipif(not tmp_keeps_scans(), reason="the temporary directory is not on a local file system: "
+                                                  "nothing is kept there")
 def test_an_unchanged_repository_needs_no_git_process_the_second_time(tmp_path, monkeypatch):
     """Where the files holding the refs are as kept (``history.refs_stat``), the kept answers
     stand without git; a ref moved by git or edited by hand falls back to asking git."""

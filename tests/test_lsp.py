@@ -15,7 +15,7 @@ from pygls.uris import from_fs_path
 from pytest_lsp import ClientServerConfig, LanguageClient
 
 from lsp_bridge.cli.demo_repo import build_monorepo
-from tests.conftest import git, make_repo
+from tests.conftest import git, make_repo, tmp_keeps_scans
 
 SERVER = [sys.executable, "-m", "lsp_bridge"]
 
@@ -656,6 +656,8 @@ async def test_trace_request_proposes_the_file_above_the_root(client, tmp_path):
 # --- scans kept between sessions (scan_store) ------------------------------------------
 
 
+@pytest.mark.skipif(not tmp_keeps_scans(), reason="the temporary directory is not on a local file system: "
+                                                  "nothing is kept there")
 async def test_a_second_session_counts_from_the_kept_scans_and_sees_what_changed_between(tmp_path):
     from tests.conftest import GIT_ENV
 

@@ -29,6 +29,8 @@ def test_bad_records_are_dropped_and_a_bad_file_is_an_error(tmp_path):
     assert list(acknowledged.parse(text)) == ["/ok"]
     store = AcknowledgementStore(str(tmp_path / "state" / "acknowledged.json"))
     os.makedirs(tmp_path / "state")
+    (tmp_path / "state" / "acknowledged.json").write_text("[" * 100_000)  # nested past the parser's depth
+    assert store.load() == {} and "nested too deep" in store.error
     (tmp_path / "state" / "acknowledged.json").write_text("{ not json")
     assert store.load() == {} and "invalid JSON" in store.error  # nothing acknowledged: every wide window warns
     store.acknowledge(["/src/shop"], ["/src/shop"], 1.0)  # the next acknowledgement replaces it

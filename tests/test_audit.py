@@ -127,3 +127,14 @@ def test_unwritable_log_raises_a_clear_error(tmp_path):
         assert str(blocker) in str(err)
     else:
         raise AssertionError("writing below a regular file must fail")
+
+
+def test_a_line_nested_past_the_parsers_depth_is_skipped_like_any_foreign_line(tmp_path):
+    path = str(tmp_path / "audit.jsonl")
+    log = AuditLog(path)
+    log.record(a_record(1))
+    with open(path, "a", encoding="utf-8") as handle:
+        handle.write("[" * 100_000 + "\n")
+    log.record(a_record(2))
+    log.close()
+    assert [r["correlation_id"] for r in read_records(path)] == ["c1", "c2"]

@@ -423,7 +423,8 @@ def test_a_damaged_history_store_is_read_again(tmp_path):
     repo = new_repo(tmp_path / "svc", commits=2)
     inventory([], [str(repo)])
     store = Path(history._store_path())
-    for damage in ("not json", json.dumps({"format": 1, "repos": {str(repo / ".git"): {"key": "x"}}}),
+    for damage in ("not json", "[" * 100_000 + "]" * 100_000,
+                   json.dumps({"format": 1, "repos": {str(repo / ".git"): {"key": "x"}}}),
                    json.dumps({"format": 1, "repos": {str(repo / ".git"): {
                        "key": history.refs_digest(str(repo / ".git")), "commits": "two"}}})):
         store.write_text(damage)

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import os
 import posixpath
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -452,3 +454,20 @@ def test_wrapped_servers_match_the_union_and_unconfined_ones_are_warned_about(sh
     assert all("rootguard run" in d.message for d in unconfined)
     assert unconfined[0].range is not None and unconfined[0].range.start_line == 5
     assert len(found) == 4  # the guarded server and the remote one say nothing
+
+
+def test_an_mcp_config_nested_past_the_parsers_depth_is_an_error_naming_it(tmp_path: Path):
+    """A repository's own ``.mcp.json`` is attacker-shaped input: refused with its name, never a crash."""
+    folder = tmp_path.resolve() / "proj"
+    folder.mkdir()
+    write(folder / ".mcp.json", '{"mcpServers": ' + "[" * 100_000)
+
+    mounts, diagnostics = mounts_from_mcp_configs(str(folder), {})
+
+    assert mounts == []
+    assert [(d.code, d.severity, Path(d.file).name) for d in diagnostics] == [("mcp-config-invalid", "error", ".mcp.json")]
+    assert "nested too deep" in diagnostics[0].message
+    shown = subprocess.run([sys.executable, "-m", "lsp_bridge.cli", "roots", str(folder)],
+                           capture_output=True, text=True, timeout=60)
+    assert shown.returncode == 0 and "internal error" not in shown.stderr
+    assert f"{folder / '.mcp.json'}: invalid JSON: nested too deep" in shown.stdout

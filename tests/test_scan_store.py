@@ -129,12 +129,15 @@ def test_a_directory_changed_just_before_its_listing_is_not_kept(small):
 
 @pytest.mark.parametrize("damage", [
     "not json at all {",
+    "[" * 100_000 + "]" * 100_000,  # nested past the JSON parser's depth
+    b"\xff\xfe not UTF-8",
     json.dumps({"format": 1, "top": "/", "records": {}, "counts": {}}),
     json.dumps(["a", "list"]),
 ])
 def test_a_damaged_or_foreign_store_is_no_store(small, damage):
     run(small)
-    store_files()[0].write_text(damage)
+    path = store_files()[0]
+    path.write_bytes(damage) if isinstance(damage, bytes) else path.write_text(damage)
     second, report = run(small)
     assert report == fresh(small)
     assert second.dirs_kept == 0

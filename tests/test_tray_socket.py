@@ -105,6 +105,8 @@ def test_bad_frames_get_error_replies_and_the_connection_goes_on(auto_tray):
     assert raw.recv()["code"] == protocol.MALFORMED
     raw.send(b'["a", "list"]\n')
     assert raw.recv()["code"] == protocol.MALFORMED
+    raw.send(b'{"type":"status","status":' + b"[" * 100_000 + b"\n")  # nested past the parser's depth
+    assert raw.recv()["code"] == protocol.MALFORMED
     raw.send({"type": "launch_missiles", "id": "m1"})
     assert raw.recv() == {"type": "error", "code": protocol.UNKNOWN_TYPE,
                           "message": "unknown frame type 'launch_missiles'", "ref": "m1"}

@@ -64,7 +64,7 @@ class History:
                     dismissed.add((item["when"], tuple(item["paths"])))
                     continue
                 record = _record(kind, item)
-            except (ValueError, KeyError, TypeError, AttributeError):
+            except (ValueError, KeyError, TypeError, AttributeError, RecursionError):
                 log.info("%s:%d: unreadable history line skipped", self.path, number)
                 continue
             (decisions if kind == "decision" else missed).append(record)

@@ -80,6 +80,8 @@ def decode(line: bytes) -> dict:
         value = json.loads(line.decode("utf-8"), parse_constant=_reject_constant)
     except (UnicodeDecodeError, ValueError) as exc:
         raise ProtocolError(MALFORMED, f"not a JSON object: {type(exc).__name__}") from None
+    except RecursionError:  # arrays or objects nested past the parser's depth: the frame, not the peer, fails
+        raise ProtocolError(MALFORMED, "not a JSON object: nested too deep") from None
     if not isinstance(value, dict):
         raise ProtocolError(MALFORMED, "a frame must be a JSON object")
     return value

@@ -45,6 +45,8 @@ def parse(text: str, where: str = "<acknowledged>") -> dict[str, Acknowledgement
         data = json.loads(text)
     except json.JSONDecodeError as err:
         raise AcknowledgementError(f"{where}:{err.lineno}:{err.colno}: invalid JSON: {err.msg}") from None
+    except RecursionError:
+        raise AcknowledgementError(f"{where}: invalid JSON: nested too deep to read") from None
     if not isinstance(data, dict) or not isinstance(data.get("folders"), dict):
         raise AcknowledgementError(f"{where}: expected an object with a 'folders' object")
     found: dict[str, Acknowledgement] = {}

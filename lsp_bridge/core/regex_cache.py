@@ -56,7 +56,7 @@ class RegexCache:
                 data = json.load(handle)
             if isinstance(data, dict) and data.get("signature") == _signature() and isinstance(data.get("patterns"), dict):
                 self._entries = data["patterns"]
-        except (OSError, ValueError):
+        except (OSError, ValueError, RecursionError):
             pass  # no cache yet, or not ours: everything is compiled, then written
 
     def compile(self, text: str, flags: int = 0) -> re.Pattern[str]:

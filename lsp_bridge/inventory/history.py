@@ -286,7 +286,7 @@ def _read_store(path: str) -> dict:
     try:
         with open(path, encoding="utf-8") as handle:
             data = json.load(handle)
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):  # RecursionError: nested past the parser's depth
         return {}
     if not isinstance(data, dict) or data.get("format") != _STORE_FORMAT or not isinstance(data.get("repos"), dict):
         return {}

@@ -175,6 +175,8 @@ def _load_json(path: str, *, comments: bool) -> tuple[object | None, str | None,
     except json.JSONDecodeError as exc:
         where = Range.point(exc.lineno - 1, exc.colno - 1)
         return None, text, Diagnostic("error", "mcp-config-invalid", f"invalid JSON: {exc.msg}", path, where)
+    except RecursionError:  # a repository's file nested past the parser's depth: refused, named
+        return None, text, Diagnostic("error", "mcp-config-invalid", "invalid JSON: nested too deep to read", path)
 
 
 def _locate(text: str | None, value: str) -> Range | None:

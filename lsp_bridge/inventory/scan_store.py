@@ -103,7 +103,7 @@ class ScanStore:
         try:
             with open(file, encoding="utf-8") as handle:
                 data = json.load(handle)
-        except (OSError, ValueError):
+        except (OSError, ValueError, RecursionError):  # RecursionError: nested past the parser's depth
             return  # none yet, or not readable as ours: everything is listed, then written
         if (isinstance(data, dict) and data.get("format") == FORMAT and data.get("top") == top
                 and isinstance(data.get("records"), dict) and isinstance(data.get("counts"), dict)):

@@ -211,7 +211,7 @@ def _cached_detectors() -> tuple | None:
                 detectors.append(_DeferredDetector(item["module"], item["class"], patterns))
         compiled.save()
         return tuple(detectors) if detectors else None
-    except (OSError, ValueError, KeyError, TypeError, re.error):
+    except (OSError, ValueError, KeyError, TypeError, RecursionError, re.error):
         return None
 
 

@@ -169,7 +169,7 @@ def _parse_lines(data: bytes) -> Iterator[dict]:
             continue
         try:
             record = json.loads(raw)
-        except ValueError:
+        except (ValueError, RecursionError):
             continue  # a torn or foreign line is skipped, never fatal
         if isinstance(record, dict):
             yield record

@@ -628,3 +628,30 @@ def test_real_values_next_to_placeholders_still_count(tmp_path):
     assert count_credentials(str(tmp_path / ".env")) == 2
     (tmp_path / ".env.example").write_text("AWS_ACCESS_KEY_ID=AKIAIOSFODNN7REALKEY\nDB_PASSWORD=changeme\n")
     assert count_credentials(str(tmp_path / ".env.example")) == 1
+
+
+def test_a_fifo_where_git_reads_makes_the_history_unknown_at_once(tmp_path):
+    """An agent that can write .git can make ``shallow`` a FIFO: git (and a plain open) would wait
+    for a writer forever. The inventory answers at once: the history is unknown, never empty."""
+    repo = new_repo(tmp_path / "svc", commits=2)
+    (repo / "sub").mkdir()
+    os.mkfifo(repo / ".git" / "shallow")
+    shown = subprocess.run([sys.executable, "-m", "lsp_bridge.cli", "inventory", "--json", "--root",
+                            str(repo / "sub"), "--add", str(repo)], capture_output=True, text=True, timeout=60)
+    assert shown.returncode == 0, shown.stderr
+    git_dir = json.loads(shown.stdout)["git"][0]
+    assert git_dir["commits"] is None
+
+
+def test_a_ci_file_swapped_for_a_fifo_or_a_link_is_not_read(tmp_path):
+    from lsp_bridge.inventory.ci import read_identities
+
+    fifo = tmp_path / "deploy.yml"
+    os.mkfifo(fifo)
+    assert read_identities(str(fifo)) == ((), False)  # at once: not opened for a writer that never comes
+    outside = tmp_path / "outside.yml"
+    outside.write_text("role-to-assume: arn:aws:iam::123456789012:role/outside\n")
+    link = tmp_path / "linked.yml"
+    link.symlink_to(outside)
+    assert read_identities(str(link)) == ((), False)
+    assert read_identities(str(outside))[0][0].value == "arn:aws:iam::123456789012:role/outside"

@@ -471,3 +471,14 @@ def test_an_mcp_config_nested_past_the_parsers_depth_is_an_error_naming_it(tmp_p
                            capture_output=True, text=True, timeout=60)
     assert shown.returncode == 0 and "internal error" not in shown.stderr
     assert f"{folder / '.mcp.json'}: invalid JSON: nested too deep" in shown.stdout
+
+
+def test_an_mcp_config_that_is_a_fifo_is_an_error_naming_it_not_a_wait(tmp_path: Path):
+    """A repository can ship ``.vscode/mcp.json`` as a FIFO: opening it would wait for a writer forever."""
+    folder = tmp_path.resolve() / "proj"
+    (folder / ".vscode").mkdir(parents=True)
+    os.mkfifo(folder / ".vscode" / "mcp.json")
+    shown = subprocess.run([sys.executable, "-m", "lsp_bridge.cli", "roots", str(folder)],
+                           capture_output=True, text=True, timeout=60)
+    assert shown.returncode == 0, shown.stderr
+    assert f"{folder / '.vscode' / 'mcp.json'}: cannot read: not a readable regular file" in shown.stdout

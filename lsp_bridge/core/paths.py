@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import errno
 import os
+import stat
 import sys
 from collections.abc import Mapping
 
@@ -184,3 +185,33 @@ class PrefixIndex(Generic[V]):
                 if value is not None:
                     return value
         return None
+
+
+_READ_FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+
+
+def read_regular(path: str, limit: int, *, follow: bool = False) -> bytes | None:
+    """Up to ``limit`` bytes of the regular file at ``path``; None when it is not one (a FIFO,
+    a device, a directory; a link unless ``follow``) or cannot be read. Never blocks: a file
+    someone swapped for a FIFO after it was listed is refused, not waited on."""
+    try:
+        fd = os.open(path, _READ_FLAGS if follow else _READ_FLAGS | _NOFOLLOW)
+    except OSError:
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        chunks, left = [], limit
+        while left > 0:
+            chunk = os.read(fd, left)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            left -= len(chunk)
+        return b"".join(chunks)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+

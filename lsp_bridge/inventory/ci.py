@@ -9,6 +9,7 @@ identifiers, not secrets: they are shown.
 
 from __future__ import annotations
 
+from lsp_bridge.core.paths import read_regular
 from lsp_bridge.core.record import lazy_pattern
 from lsp_bridge.inventory.model import CiIdentity
 
@@ -27,13 +28,12 @@ _GCP_ACCOUNT = lazy_pattern(r"[\w.+-]+@[\w.-]+\.iam\.gserviceaccount\.com")
 
 
 def read_identities(path: str) -> tuple[tuple[CiIdentity, ...], bool]:
-    """(identities, capped) named by the CI file at ``path``; ((), False) when unreadable."""
-    try:
-        with open(path, "rb") as handle:
-            text = handle.read(MAX_FILE).decode("utf-8", errors="replace")
-    except OSError:
+    """(identities, capped) named by the CI file at ``path``; ((), False) when unreadable or
+    not a regular file (a link or a FIFO swapped in after the listing is not read)."""
+    data = read_regular(path, MAX_FILE)
+    if data is None:
         return (), False
-    return identities_in(text)
+    return identities_in(data.decode("utf-8", errors="replace"))
 
 
 def identities_in(text: str) -> tuple[tuple[CiIdentity, ...], bool]:

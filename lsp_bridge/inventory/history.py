@@ -21,6 +21,7 @@ from collections.abc import Callable
 
 from lsp_bridge.core.atomic import write_cache
 from lsp_bridge.core.git import git_env
+from lsp_bridge.core.paths import read_regular
 from lsp_bridge.core.record import TypeVar, lazy_pattern
 from lsp_bridge.inventory.model import Renamed
 from lsp_bridge.inventory.scan_store import stable_key
@@ -260,15 +261,18 @@ def _listdir(path: str) -> list[str]:
 
 
 def _read_small(path: str, limit: int = 4096) -> bytes:
-    """Up to ``limit`` bytes of a file (a longer one: its size and time instead); b"" when absent."""
+    """Up to ``limit`` bytes of a file (a longer one: its size and time instead); b"" when absent;
+    a marker when it is not a regular file (never opened: a FIFO would block the reader)."""
     try:
-        info = os.stat(path)
-        if info.st_size > limit:
-            return f"size {info.st_size} mtime {info.st_mtime_ns}".encode()
-        with open(path, "rb") as handle:
-            return handle.read(limit)
+        info = os.lstat(path)
     except OSError:
         return b""
+    if not stat.S_ISREG(info.st_mode):
+        return f"not a regular file {stat.S_IFMT(info.st_mode)}".encode()
+    if info.st_size > limit:
+        return f"size {info.st_size} mtime {info.st_mtime_ns}".encode()
+    data = read_regular(path, limit)
+    return b"" if data is None else data
 
 
 def _store_path() -> str | None:
@@ -388,8 +392,30 @@ def _in_background(function: Callable[..., T], *args: object) -> Callable[[], T 
     return wait
 
 
+# Files git opens when it reads a history (besides refs and objects, which git writes
+# itself): one that is a FIFO or a device makes git wait for a writer until GIT_TIMEOUT.
+_GIT_READS = ("HEAD", "config", "packed-refs", "shallow", "commondir", "info/grafts",
+              "objects/info/alternates")
+
+
+def _special_file(common: str) -> str | None:
+    """The first of ``_GIT_READS`` in ``common`` that exists and is not a regular file or
+    directory (links followed, as git follows them), else None."""
+    for name in _GIT_READS:
+        try:
+            mode = os.stat(os.path.join(common, name)).st_mode
+        except OSError:
+            continue
+        if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+            return name
+    return None
+
+
 def _git(common: str, *args: str, data: bytes | None = None) -> bytes | None:
-    """Run a read-only git command against ``common``; None on any failure."""
+    """Run a read-only git command against ``common``; None on any failure, and at once (no
+    git at all) when a file git reads first is a FIFO or a device (``_special_file``)."""
+    if _special_file(common) is not None:
+        return None
     command = ["git", f"--git-dir={common}", "-c", "core.fsmonitor=false",
                "-c", "log.showSignature=false", *args]
     import subprocess  # not imported by a run whose history is kept and whose refs did not move

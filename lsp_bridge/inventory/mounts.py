@@ -19,7 +19,7 @@ import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 
 from lsp_bridge.core.diagnostics import Diagnostic, Range
-from lsp_bridge.core.paths import canonical, fold, is_within, relative_to
+from lsp_bridge.core.paths import canonical, fold, is_within, read_regular, relative_to
 from lsp_bridge.core.record import dataclass, field, lazy_pattern
 from lsp_bridge.core.settings import Mount
 
@@ -159,14 +159,22 @@ def strip_jsonc(text: str) -> str:
     return "".join(out)
 
 
+_MAX_CONFIG_BYTES = 8 << 20  # an MCP configuration is a few KB
+
+
 def _load_json(path: str, *, comments: bool) -> tuple[object | None, str | None, Diagnostic | None]:
     """(data, raw text, error) for a JSON(C) file; data None with no error = absent."""
-    try:
-        with open(path, encoding="utf-8") as handle:
-            text = handle.read()
-    except FileNotFoundError:
+    if not os.path.exists(path):  # absent, or a link to nothing: no configuration here, as before
         return None, None, None
-    except (OSError, UnicodeDecodeError) as exc:
+    data = read_regular(path, _MAX_CONFIG_BYTES + 1, follow=True)  # a FIFO here would block the reader
+    if data is None:
+        return None, None, Diagnostic("error", "mcp-config-unreadable", "cannot read: not a readable regular file", path)
+    if len(data) > _MAX_CONFIG_BYTES:
+        return None, None, Diagnostic("error", "mcp-config-unreadable",
+                                      f"cannot read: larger than {_MAX_CONFIG_BYTES // (1 << 20)} MiB", path)
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
         return None, None, Diagnostic("error", "mcp-config-unreadable", f"cannot read: {exc.__class__.__name__}", path)
     import json  # only when there is a file to read: roots on a tree without MCP configs never needs it
 

@@ -630,12 +630,13 @@ def test_real_values_next_to_placeholders_still_count(tmp_path):
     assert count_credentials(str(tmp_path / ".env.example")) == 1
 
 
-def test_a_fifo_where_git_reads_makes_the_history_unknown_at_once(tmp_path):
-    """An agent that can write .git can make ``shallow`` a FIFO: git (and a plain open) would wait
-    for a writer forever. The inventory answers at once: the history is unknown, never empty."""
+@pytest.mark.parametrize("fifo", ["shallow", "refs/heads/evil", "packed-refs"])
+def test_a_fifo_where_git_reads_makes_the_history_unknown_at_once(tmp_path, fifo):
+    """An agent that can write .git can make a file git reads a FIFO: git (and a plain open) would
+    wait for a writer. The inventory answers at once: the history is unknown, never empty."""
     repo = new_repo(tmp_path / "svc", commits=2)
     (repo / "sub").mkdir()
-    os.mkfifo(repo / ".git" / "shallow")
+    os.mkfifo(repo / ".git" / fifo)
     shown = subprocess.run([sys.executable, "-m", "lsp_bridge.cli", "inventory", "--json", "--root",
                             str(repo / "sub"), "--add", str(repo)], capture_output=True, text=True, timeout=60)
     assert shown.returncode == 0, shown.stderr

@@ -398,9 +398,13 @@ _GIT_READS = ("HEAD", "config", "packed-refs", "shallow", "commondir", "info/gra
               "objects/info/alternates")
 
 
+_REFS_CHECKED = 10_000  # loose refs looked at; a repository with more keeps most in packed-refs
+
+
 def _special_file(common: str) -> str | None:
-    """The first of ``_GIT_READS`` in ``common`` that exists and is not a regular file or
-    directory (links followed, as git follows them), else None."""
+    """The first of ``_GIT_READS`` in ``common``, or of the loose refs below ``refs/``, that
+    exists and is not a regular file or directory (links followed, as git follows them), else
+    None. At most ``_REFS_CHECKED`` loose refs are looked at."""
     for name in _GIT_READS:
         try:
             mode = os.stat(os.path.join(common, name)).st_mode
@@ -408,6 +412,24 @@ def _special_file(common: str) -> str | None:
             continue
         if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
             return name
+    seen = 0
+    stack = [os.path.join(common, "refs")]
+    while stack and seen < _REFS_CHECKED:
+        try:
+            with os.scandir(stack.pop()) as listing:
+                items = list(listing)
+        except OSError:
+            continue
+        for item in items:
+            seen += 1
+            try:
+                mode = item.stat().st_mode  # a link to a FIFO is one too
+            except OSError:
+                continue
+            if stat.S_ISDIR(mode) and not item.is_symlink():
+                stack.append(item.path)
+            elif not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+                return os.path.relpath(item.path, common)
     return None
 
 

@@ -202,14 +202,8 @@ def read_regular(path: str, limit: int, *, follow: bool = False) -> bytes | None
     try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             return None
-        chunks, left = [], limit
-        while left > 0:
-            chunk = os.read(fd, left)
-            if not chunk:
-                break
-            chunks.append(chunk)
-            left -= len(chunk)
-        return b"".join(chunks)
+        with open(fd, "rb", closefd=False) as handle:
+            return handle.read(limit)
     except OSError:
         return None
     finally:

@@ -482,3 +482,17 @@ def test_an_mcp_config_that_is_a_fifo_is_an_error_naming_it_not_a_wait(tmp_path:
                            capture_output=True, text=True, timeout=60)
     assert shown.returncode == 0, shown.stderr
     assert f"{folder / '.vscode' / 'mcp.json'}: cannot read: not a readable regular file" in shown.stdout
+
+
+@pytest.mark.parametrize("fifo", [".git", "pnpm-workspace.yaml"])
+def test_a_fifo_a_repository_ships_where_roots_and_check_read_is_not_waited_on(tmp_path: Path, fifo):
+    """A folder's ``.git`` (read for the linked worktree it points at) or the repository's
+    ``pnpm-workspace.yaml`` as a FIFO: a plain open waits for a writer forever."""
+    folder = tmp_path.resolve() / "repo" / "app"
+    folder.mkdir(parents=True)
+    os.mkfifo((folder if fifo == ".git" else folder.parent) / fifo)
+    for command in (["roots", str(folder)], ["check", "--root", str(folder), "--op", "read", str(folder / "x")]):
+        shown = subprocess.run([sys.executable, "-m", "lsp_bridge.cli", *command],
+                               capture_output=True, text=True, timeout=60)
+        assert "internal error" not in shown.stderr
+        assert shown.returncode == 0, (command, shown.stderr)

@@ -18,7 +18,7 @@ import stat
 from collections.abc import Mapping
 
 from lsp_bridge.core.diagnostics import Diagnostic, Range
-from lsp_bridge.core.paths import canonical
+from lsp_bridge.core.paths import canonical, read_regular
 from lsp_bridge.core.settings import PROJECT_FILE_NAME
 from lsp_bridge.core.toml_positions import _error, _shown
 
@@ -93,11 +93,11 @@ def read_config_text(path: str) -> tuple[str | None, Diagnostic | None]:
         return None, _error("config-unreadable", f"configuration file {path} is not a regular file", path)
     if info.st_size > MAX_CONFIG_BYTES:
         return None, _too_large(path)
-    try:
-        with open(path, "rb") as handle:
-            data = handle.read(MAX_CONFIG_BYTES + 1)
-    except OSError as exc:
-        return None, _error("config-unreadable", f"cannot read configuration file {path}: {exc.strerror}", path)
+    found = read_regular(path, MAX_CONFIG_BYTES + 1, follow=True)  # never waits: a FIFO swapped in since the stat
+    if found is None:
+        return None, _error("config-unreadable", f"cannot read configuration file {path} (not a readable regular file)",
+                            path)
+    data = found
     if len(data) > MAX_CONFIG_BYTES:
         return None, _too_large(path)
     try:

@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterator, Sequence
 
 from lsp_bridge.core import worktrees as wt
 from lsp_bridge.core.diagnostics import Diagnostic
-from lsp_bridge.core.paths import canonical, relative_to
+from lsp_bridge.core.paths import canonical, read_regular, relative_to
 from lsp_bridge.core.record import dataclass, field
 from lsp_bridge.core.settings import Config
 from lsp_bridge.core.union import Candidate, Union, compute_union
@@ -213,11 +213,10 @@ def _base_candidates(
 
 def _gitdir_pointer(folder: str) -> str | None:
     """Where a ``.git`` file in ``folder`` points (canonical), to protect it; never a root."""
-    try:
-        with open(os.path.join(folder, ".git"), encoding="utf-8", errors="replace") as handle:
-            first = handle.read(4096).splitlines()[0] if os.path.isfile(os.path.join(folder, ".git")) else ""
-    except (OSError, IndexError):
+    data = read_regular(os.path.join(folder, ".git"), 4096)  # a FIFO named .git is not waited on
+    if not data:
         return None
+    first = data.decode("utf-8", errors="replace").splitlines()[0]
     if not first.startswith("gitdir:"):
         return None
     target = first[len("gitdir:"):].strip()

@@ -676,10 +676,12 @@ def _pnpm_workspace_patterns(path: str) -> list[str] | None:
     """The ``packages:`` list of a ``pnpm-workspace.yaml`` (block or flow style); None without the file.
 
     Only that one key is read, so a small reader does instead of a YAML parser."""
+    data = read_regular(path, 1 << 20, follow=True)  # a FIFO here is no workspace file, and is not waited on
+    if data is None:
+        return None
     try:
-        with open(path, encoding="utf-8") as handle:
-            text = handle.read(1 << 20)
-    except (OSError, UnicodeDecodeError):
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
         return None
     patterns: list[str] = []
     inside = False

@@ -499,3 +499,21 @@ def test_linked_worktrees_of_the_first_root_are_projects_too(ws):
     ]
     plan = tools.plan("read_file", {"project_id": "orders-api-feature", "relative_path": "vault/notes.txt"})
     assert plan.verdict == "request" and plan.rule == "vault"  # the relative rule is remapped onto the worktree
+
+
+async def test_a_fifo_at_a_request_level_write_target_is_asked_about_not_waited_on(ws, isolated_user):
+    """The approval's preview reads the file a write replaces: a FIFO the agent made there (with
+    its shell) would keep that read waiting for a writer, and the call with it."""
+    os.mkfifo(ws["repo"] / "vault" / "pipe.txt")
+    asked: list[str] = []
+
+    async def elicit(ctx, params):
+        asked.append(params.message)
+        return types.ElicitResult(action="decline")
+
+    async with connect([ws["repo"]], ws["cwd"], elicitation_callback=elicit) as client:
+        with anyio.fail_after(30):
+            write = await client.call_tool("write_file", {"project_id": P, "relative_path": "vault/pipe.txt",
+                                                          "content": "x"})
+    assert len(asked) == 1 and "vault/pipe.txt" in asked[0]
+    assert write.is_error

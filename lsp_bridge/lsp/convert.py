@@ -55,13 +55,12 @@ def buffer_diagnostics(tracker, path: str, text: str) -> list[types.Diagnostic]:
 def disk_hints(tracker) -> list[Diagnostic]:
     """Information diagnostics for the project files on disk (rules reduced to request)."""
     from lsp_bridge.core.config import parse_text
+    from lsp_bridge.core.config_files import read_config_text
 
     hints: list[Diagnostic] = []
     for path in {config.project_file for _, config in tracker.session.configs() if config.project_file}:
-        try:
-            with open(path, encoding="utf-8") as handle:
-                text = handle.read()
-        except (OSError, UnicodeDecodeError):
+        text = read_config_text(path)[0]  # a regular file, never waited on (a FIFO swapped in)
+        if text is None:
             continue
         parsed = parse_text(text, path, source="project", base_dir=os.path.dirname(path))
         hints += _reduced_allows(tracker, parsed, text, path)

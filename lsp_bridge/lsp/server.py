@@ -866,11 +866,9 @@ async def migrate_command(ls: RootGuardServer, args: list[Any]):
 
 
 def _read(path: str) -> str | None:
-    try:
-        with open(path, encoding="utf-8") as handle:
-            return handle.read()
-    except OSError:
-        return None
+    from lsp_bridge.core.config_files import read_config_text
+
+    return read_config_text(path)[0]  # a regular file, never waited on, or None
 
 
 # -- requests for the extension ------------------------------------------------

@@ -57,7 +57,7 @@ from lsp_bridge.approvals.service import (
     TimeLimit,
     targets_of,
 )
-from lsp_bridge.core.paths import canonical, is_within
+from lsp_bridge.core.paths import canonical, is_within, read_regular
 from lsp_bridge.mcp.audit import AuditLog
 from lsp_bridge.mcp.file_tools import QUICK_TOOLS, Caller, FileTools, Limits, Plan, ToolError
 from lsp_bridge.mcp.stdio import serve_stdio
@@ -500,12 +500,8 @@ def _offers_elicitation(ctx) -> bool:
 
 
 def _read_for_preview(path: str, limit: int = 1 << 20) -> str | None:
-    try:
-        with open(path, "rb") as handle:
-            data = handle.read(limit + 1)
-    except OSError:
-        return None
-    if len(data) > limit or b"\0" in data:
+    data = read_regular(path, limit + 1)  # a FIFO the agent made there is not waited on
+    if data is None or len(data) > limit or b"\0" in data:
         return None
     return data.decode("utf-8", "replace")
 

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import os
 import re
-import stat
 import threading
 
 from lsp_bridge.core.atomic import write_cache
+from lsp_bridge.core.paths import read_regular
 from lsp_bridge.core.record import lazy_pattern
 
 MAX_SCAN_BYTES = 1 << 20  # larger files are judged by name only
@@ -468,22 +468,9 @@ def count_credential_lines(lines, *, shapes_only: bool = False) -> int:
 
 
 def _read_bounded(path: str) -> bytes | None:
-    """The file's bytes, b"" when it cannot be read, None when too large to scan."""
-    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
-    try:
-        fd = os.open(path, flags)
-    except OSError:
+    """The file's bytes, b"" when it cannot be read (or is not a regular file: never waited on,
+    never followed), None when too large to scan."""
+    data = read_regular(path, MAX_SCAN_BYTES + 1)
+    if data is None:
         return b""
-    try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            return b""
-        if info.st_size > MAX_SCAN_BYTES:
-            return None
-        with os.fdopen(fd, "rb", closefd=False) as handle:
-            data = handle.read(MAX_SCAN_BYTES + 1)
-        return None if len(data) > MAX_SCAN_BYTES else data
-    except OSError:
-        return b""
-    finally:
-        os.close(fd)
+    return None if len(data) > MAX_SCAN_BYTES else data

@@ -26,12 +26,14 @@ SETTLE = scan_store.MARGIN_NS / 1e9 + 0.05  # past the racy window: what was wri
 
 # Nothing is kept on a file system whose timestamps another machine sets (NFS, FUSE, 9p): a
 # machine whose temporary directory is one cannot show a kept scan.
-pytestmark = pytest.mark.skipif(not tmp_keeps_scans(),
-                                reason="the temporary directory is not on a local file system: nothing is kept there")
+KEEPS = pytest.mark.skipif(not tmp_keeps_scans(),
+                           reason="the temporary directory is not on a local file system: nothing is kept there")
 
 
 @pytest.fixture
 def small(tmp_path):
+    if not tmp_keeps_scans():
+        pytest.skip("the temporary directory is not on a local file system: nothing is kept there")
     demo = build_monorepo(str(tmp_path), packages=4, files_per_package=6, narrow_files=10,
                           commits=4, worktree=False)
     time.sleep(SETTLE)
@@ -181,6 +183,7 @@ def test_a_package_store_record_missing_its_root_is_counted_afresh(small):
     assert report == fresh(small)
 
 
+@KEEPS
 def test_the_cache_keeps_a_bounded_number_of_roots(tmp_path, monkeypatch):
     monkeypatch.setattr(scan_store, "KEPT_ROOTS", 2)
     for name in ("a", "b", "c"):
@@ -227,6 +230,7 @@ def test_plain_names(names, plain):
     assert scan_store.plain_names(names) is plain
 
 
+@KEEPS
 def test_a_key_is_kept_only_once_the_racy_window_has_passed(tmp_path):
     info = os.lstat(tmp_path)
     changed = info.st_ctime_ns
@@ -238,6 +242,7 @@ def test_a_key_is_kept_only_once_the_racy_window_has_passed(tmp_path):
     assert scan_store.key_of(str(tmp_path), time.time_ns() + scan_store.COARSE_MARGIN_NS + 1) != kept
 
 
+@KEEPS
 def test_names_that_are_not_utf8_are_kept_and_read_back(tmp_path):
     top = tmp_path / "top"
     odd = os.fsdecode(b"bad\xff\xfename")  # bytes no encoding gives: lone surrogates in Python

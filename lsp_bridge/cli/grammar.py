@@ -2,7 +2,7 @@
 
 ``parse(argv)`` gives the arguments of one command, with ``subcommand`` naming it
 (``main.COMMANDS``); ``main`` imports this module only when an invocation needs it
-(every one but the plain ``rootguard roots FOLDER...``: ``main.plain_operands``).
+(every one but ``roots`` and ``check`` in their plain spelling: ``main.plain_arguments``).
 Usage errors are one line on stderr and exit 2 (``--json``: an error object on stdout
 too); ``rootguard run``'s are 125, leaving 1 and 2 to its COMMAND.
 """
@@ -14,7 +14,7 @@ import os
 import sys
 from collections.abc import Sequence
 
-from lsp_bridge.cli.main import DELEGATED, EXIT_BAD_INPUT, EXIT_UNCONFINED, wants_json, write
+from lsp_bridge.cli.main import CHECK_OPS, DELEGATED, EXIT_BAD_INPUT, EXIT_UNCONFINED, wants_json, write
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at start-up (core/record.py)
 if TYPE_CHECKING:
@@ -182,7 +182,7 @@ def _parser(only: str | None = None) -> _Parser:
                                    "2 bad input or invalid configuration.")
     p.add_argument("--root", action="append", required=True, metavar="FOLDER",
                    help="a workspace folder (repeat for more; never the current directory)")
-    p.add_argument("--op", required=True, choices=["read", "write", "delete", "rename", "metadata"],
+    p.add_argument("--op", required=True, choices=list(CHECK_OPS),
                    help="the operation to decide")
     p.add_argument("path", metavar="PATH", help="the path accessed (relative: from the first --root)")
     p.add_argument("dest", nargs="?", metavar="DEST", help="the destination, for --op rename only")

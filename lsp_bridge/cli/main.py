@@ -58,7 +58,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             collector.release()  # long-running servers: the collector as Python sets it
             return _delegate(argv[0], argv[1:])
         collector.pause()
-        args = plain_operands(argv)
+        args = plain_arguments(argv)
         if args is None:
             from lsp_bridge.cli import grammar
 
@@ -92,21 +92,62 @@ def main(argv: Sequence[str] | None = None) -> int:
 BOUNDED = frozenset({"roots", "check"})
 
 
-# Commands whose only arguments are operands, answered without argparse when no argument
-# starts with "-" (no option, no "--", no --help): argparse and the gettext it imports,
-# then building the parser, are ~3 ms of a ~28 ms ``rootguard roots`` (bench/bench_cli.py).
-# Any other invocation goes to the grammar (cli/grammar.py), which parses these the same
-# way (tests/test_cli_speed.py). command -> the name of its operands.
-OPERANDS_ONLY = {"roots": "folders"}
+# ``roots`` and ``check`` in their plain spelling are read without argparse: argparse and the
+# gettext it imports, then building the parser, are ~3 ms of a ~28 ms ``rootguard roots``
+# (bench/bench_cli.py). Plain means ``roots FOLDER...`` with no argument starting with "-", and
+# ``check`` with exactly ``--root FOLDER`` (repeatable), ``--op OP`` (once), ``--json`` and PATH
+# [DEST] side by side, no value starting with "-". Any other invocation (``--root=X``, an
+# abbreviation, ``--``, ``--help``, a usage error) goes to the grammar (cli/grammar.py), which
+# reads these the same way (tests/test_cli_speed.py holds the two readings equal).
+CHECK_OPS = ("read", "write", "delete", "rename", "metadata")
 
 
-def plain_operands(argv: Sequence[str]):
-    """``argv``'s arguments when it is a command of OPERANDS_ONLY and operands only, else None."""
-    if len(argv) < 2 or argv[0] not in OPERANDS_ONLY or any(a.startswith("-") for a in argv[1:]):
+def plain_arguments(argv: Sequence[str]):
+    """``argv``'s arguments when it is ``roots`` or ``check`` in its plain spelling, else None."""
+    if len(argv) < 2 or argv[0] not in ("roots", "check"):
         return None
+    if argv[0] == "roots":
+        if any(a.startswith("-") for a in argv[1:]):
+            return None
+        return _namespace(folders=list(argv[1:]), json=False, subcommand="roots")
+    return _plain_check(argv[1:])
+
+
+def _plain_check(rest: Sequence[str]):
+    roots: list[str] = []
+    op: str | None = None
+    operands: list[str] = []
+    as_json, index, operands_end = False, 0, -1
+    while index < len(rest):
+        arg = rest[index]
+        if arg in ("--root", "--op"):
+            value = rest[index + 1] if index + 1 < len(rest) else "-"
+            if value.startswith("-") or (arg == "--op" and (op is not None or value not in CHECK_OPS)):
+                return None
+            if arg == "--root":
+                roots.append(value)
+            else:
+                op = value
+            index += 2
+            continue
+        if arg == "--json":
+            as_json = True
+        elif arg.startswith("-") or (operands and operands_end != index):
+            return None  # an option argparse alone reads, or operands apart (argparse takes them apart)
+        else:
+            operands.append(arg)
+            operands_end = index + 1
+        index += 1
+    if not roots or op is None or not 1 <= len(operands) <= 2:
+        return None
+    return _namespace(root=roots, op=op, path=operands[0], dest=operands[1] if len(operands) == 2 else None,
+                      json=as_json, subcommand="check")
+
+
+def _namespace(**values):
     from types import SimpleNamespace  # imported by the session's modules anyway (enum, through re)
 
-    return SimpleNamespace(**{OPERANDS_ONLY[argv[0]]: list(argv[1:]), "json": False, "subcommand": argv[0]})
+    return SimpleNamespace(**values)
 
 
 def _delegate(name: str, rest: list[str]) -> int:

@@ -8,7 +8,6 @@ comment. Everything here is text in, text out: the caller reads the file.
 
 from __future__ import annotations
 
-import difflib
 import os
 import tomllib
 from typing import Any
@@ -32,6 +31,8 @@ def write_preview(path: str, before: str | None, after: str, *, config: bool = F
     if before is None:
         diff = ["--- /dev/null\n", f"+++ b/{shown}\n"] + [f"+{line}" for line in after.splitlines(True)]
     else:
+        import difflib  # only a write prompt shows a diff: not on every server's start
+
         diff = list(difflib.unified_diff(before.splitlines(True), after.splitlines(True), f"a/{shown}", f"b/{shown}"))
     if not diff:
         diff = ["(no change to the content)\n"]

@@ -20,7 +20,6 @@ No MCP import here: ``mcp_server`` is a thin front end over this module.
 
 from __future__ import annotations
 
-import difflib
 import hashlib
 import json
 import operator
@@ -30,7 +29,6 @@ import stat
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from itertools import compress
 from typing import Any, TypeVar, cast
@@ -40,6 +38,7 @@ from lsp_bridge.core.globs import GlobError, GlobSet
 from lsp_bridge.core.hardlinks import IndexStale, no_walk
 from lsp_bridge.core.paths import canonical, is_within
 from lsp_bridge.core.policy import BatchDecision, Decision, Part, Policy, Target, inspect, oracle_inside
+from lsp_bridge.core.record import dataclass
 from lsp_bridge.core.resolver import Resolved, ResolveError, checked_text, resolve, resolve_in_projects
 from lsp_bridge.core.session import Session, open_session
 from lsp_bridge.core.settings import Verdict
@@ -108,6 +107,9 @@ class Caller:
     client: str = "unknown"
     session_id: str = ""
     protocol_version: str = ""
+
+
+NO_CALLER = Caller()  # a call made in process, by no MCP client
 
 
 @dataclass(frozen=True)
@@ -273,7 +275,7 @@ class FileTools:
 
     # -- step 1: plan ----------------------------------------------------------
 
-    def plan(self, tool: str, args: Any, caller: Caller = Caller()) -> Plan:
+    def plan(self, tool: str, args: Any, caller: Caller = NO_CALLER) -> Plan:
         """Resolve and decide every target of the call; nothing is read or written yet."""
         with self._lock:
             return self._plan(tool, args, caller)
@@ -560,7 +562,7 @@ class FileTools:
 
     # -- configuration changes ---------------------------------------------------
 
-    def plan_quick(self, tool: str, args: Any, caller: Caller = Caller(),
+    def plan_quick(self, tool: str, args: Any, caller: Caller = NO_CALLER,
                    then: Callable[[Plan], T] | None = None) -> Plan | T | None:
         """``plan`` when deciding the call is only lookups and a few system calls, else None.
 
@@ -1020,6 +1022,8 @@ def apply_edits(text: str, edits: list[dict], shown: str) -> str:
 
 
 def unified_diff(before: str, after: str, shown: str) -> str:
+    import difflib  # only edits show a diff: not on every server's start
+
     return "".join(difflib.unified_diff(before.splitlines(True), after.splitlines(True), f"a/{shown}", f"b/{shown}"))
 
 

@@ -34,7 +34,6 @@ import time
 import uuid
 import warnings
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlparse
 
@@ -58,6 +57,7 @@ from lsp_bridge.approvals.service import (
     targets_of,
 )
 from lsp_bridge.core.paths import canonical, is_within, read_regular
+from lsp_bridge.core.record import dataclass
 from lsp_bridge.mcp.audit import AuditLog
 from lsp_bridge.mcp.file_tools import QUICK_TOOLS, Caller, FileTools, Limits, Plan, ToolError
 from lsp_bridge.mcp.stdio import serve_stdio

@@ -182,19 +182,33 @@ async def test_every_attack_is_refused_through_mcp_and_the_file_system_is_unchan
     assert any(r["project_id"] is None and r["code"] == "invalid_arguments" for r in refusals)
 
 
-async def test_root_containing_home_protects_the_user_config_and_the_audit_log(world):
+async def test_root_containing_home_protects_the_user_config_the_audit_log_and_the_cache(world):
     home = world["home"]
     audit = home / ".local" / "state" / "rootguard"
     audit.mkdir(parents=True, exist_ok=True)
     (audit / "audit.jsonl").write_text("")
-    before = tree(home / ".config")
+    # The kept scans the next inventory trusts: a forged one would hide a credential file.
+    scans = home / ".cache" / "rootguard" / "scans"
+    scans.mkdir(parents=True, exist_ok=True)
+    (scans / "pkg-0.json").write_text("{}")
+    before = tree(home / ".config"), tree(home / ".cache")
     async with serve([home], world["base"]) as client:
         pid = os.path.basename(home)
-        for name in (".local/state/rootguard/audit.jsonl", ".config/rootguard/config.toml"):
+        for name in (".local/state/rootguard/audit.jsonl", ".config/rootguard/config.toml",
+                     ".cache/rootguard/scans/pkg-0.json", ".cache/rootguard/scans/new.json",
+                     ".cache/rootguard/history.json"):
             result = await client.call_tool("write_file", {"project_id": pid, "relative_path": name, "content": ""})
             assert code(result) == ASKS, text(result)
-    assert tree(home / ".config") == before
+        moved = await client.call_tool("move_file", {"project_id": pid, "source": ".cache/rootguard/scans/pkg-0.json",
+                                                     "destination": "src-scan.json"})
+        assert code(moved) == ASKS, text(moved)
+        deleted = await client.call_tool("delete_file", {"project_id": pid,
+                                                         "relative_path": ".cache/rootguard/scans/pkg-0.json"})
+        assert code(deleted) == ASKS, text(deleted)
+    assert (tree(home / ".config"), tree(home / ".cache")) == before
     assert (audit / "audit.jsonl").stat().st_size > 0  # the refusals were logged, nothing wiped
+    status, data = check(world, "write", str(scans / "pkg-0.json"), roots=[home])
+    assert (status, data["decision"]) == (3, "request") and "own cache" in data["reason"], data
 
 
 async def test_write_size_limit(world):

@@ -8,6 +8,7 @@ unprivileged test runs the sandbox command line ``--print`` shows as ``nobody``
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import shlex
@@ -209,6 +210,53 @@ def test_git_and_rootguard_toml_are_read_only_and_env_masked_at_the_repository_r
     assert "version = 2" in out  # readable
     assert "DATABASE_URL" not in out
     assert "pkg-write-ok" in out
+
+
+def test_root_guards_own_cache_inside_a_writable_root_is_read_only(world):
+    """A root that holds the user's cache (a home folder opened as a root): the kept scans the next
+    inventory trusts cannot be forged or removed from inside the sandbox."""
+    narrow = world["demo"].narrow
+    cache_home = os.path.join(narrow, "cache-home")
+    scans = os.path.join(cache_home, "rootguard", "scans")
+    os.makedirs(scans)
+    kept = os.path.join(scans, "pkg-0.json")
+    with open(kept, "w") as handle:
+        handle.write("{}")
+    try:
+        script = "; ".join([
+            f"{{ echo forged > {kept}; }} 2>&1",
+            f"touch {scans}/new.json 2>&1",
+            f"rm -f {kept} 2>&1",
+            f"echo ok > {narrow}/beside-the-cache.txt && echo root-write-ok",
+        ])
+        result = sh(world, script, env=env_for(world, XDG_CACHE_HOME=cache_home))
+        assert result.stdout.count("Read-only file system") == 3, result.stdout + result.stderr
+        assert "root-write-ok" in result.stdout
+        with open(kept) as handle:
+            assert handle.read() == "{}"
+        assert sorted(os.listdir(scans)) == ["pkg-0.json"]
+    finally:
+        shutil.rmtree(cache_home, ignore_errors=True)
+        with contextlib.suppress(FileNotFoundError):
+            os.remove(os.path.join(narrow, "beside-the-cache.txt"))
+
+
+def test_root_guards_own_cache_not_made_yet_is_made_read_only_before_the_command_runs(world):
+    """On a first run there is no cache directory yet: the sandbox must not let the command create it."""
+    narrow = world["demo"].narrow
+    cache_home = os.path.join(narrow, "cache-home")
+    os.makedirs(cache_home)
+    own = os.path.join(cache_home, "rootguard")
+    try:
+        result = sh(world, f"mkdir -p {own}/scans 2>&1; echo forged > {own}/scans/x.json 2>&1; ls -A {own}",
+                    env=env_for(world, XDG_CACHE_HOME=cache_home))
+        assert "Read-only file system" in result.stdout, result.stdout + result.stderr
+        said = [line for line in result.stderr.splitlines() if line.startswith("rootguard run: not enforceable")]
+        assert not [line for line in said if own in line], said
+        assert os.listdir(own) == []  # made on the host, empty and private
+        assert os.stat(own).st_mode & 0o777 == 0o700
+    finally:
+        shutil.rmtree(cache_home, ignore_errors=True)
 
 
 def test_host_tree_is_byte_identical_except_what_was_allowed(world):

@@ -11,7 +11,9 @@ project file could override. Writing, creating, renaming onto or from, or deleti
 * files editors and shells run by themselves: ``.vscode/settings.json``,
   ``.vscode/tasks.json``, ``.vscode/launch.json``, ``.envrc``, ``.devcontainer/**``,
   ``.husky/**``;
-* Root Guard's own state (the audit log's directory).
+* Root Guard's own state (the audit log's directory) and its cache directory (the kept
+  scans, git history answers and compiled patterns the inventory trusts: a forged kept
+  scan would hide a credential file from the next widening report).
 
 Only the user file can relax one, and only for a named path: an exact-file user
 rule on that very path (a persistent "always" grant is one).
@@ -40,15 +42,18 @@ class ProtectedAreas:
     user_file: str | None = None
     state_dir: str | None = None
     admin_dirs: tuple[str, ...] = ()
+    cache_dir: str | None = None
 
 
 def default_areas(user_file: str | None) -> ProtectedAreas:
-    """The user configuration directory, ``ROOTGUARD_CONFIG``'s file and the state directory."""
-    from lsp_bridge.core.userdirs import user_config_dir, user_state_dir  # platformdirs' answers, lighter
+    """The user configuration directory, ``ROOTGUARD_CONFIG``'s file, the state and the cache directory."""
+    from lsp_bridge.core.userdirs import user_cache_dir, user_config_dir, user_state_dir  # platformdirs', lighter
 
     config_dir = os.path.realpath(user_config_dir())
     state_dir = os.path.realpath(user_state_dir())
-    return ProtectedAreas(fold(config_dir), fold(user_file) if user_file else None, fold(state_dir))
+    cache_dir = os.path.realpath(user_cache_dir())
+    return ProtectedAreas(fold(config_dir), fold(user_file) if user_file else None, fold(state_dir),
+                          cache_dir=fold(cache_dir))
 
 
 def protected_reason(path: str, areas: ProtectedAreas) -> str | None:
@@ -66,6 +71,8 @@ def protected_reason(path: str, areas: ProtectedAreas) -> str | None:
         return "it is in the Root Guard user configuration directory"
     if areas.state_dir and is_within(key, areas.state_dir):
         return "it is Root Guard's own state (the audit log)"
+    if areas.cache_dir and is_within(key, areas.cache_dir):
+        return "it is Root Guard's own cache (the kept scans and patterns the inventory trusts)"
     for admin in areas.admin_dirs:
         if is_within(key, admin):
             return "it is a git worktree's admin directory"

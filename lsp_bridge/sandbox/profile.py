@@ -33,6 +33,7 @@ covers (``MAX_WALK`` entries; beyond that the profile fails closed).
 
 from __future__ import annotations
 
+import contextlib
 import glob
 import os
 import sys
@@ -429,7 +430,11 @@ class _Builder:
             if self.state_at(path) in ("rw", "ro") and path not in self.state:
                 candidates.setdefault(path, "rule")
         areas = self.policy.areas
-        machine = [areas.user_config_dir, areas.user_file, areas.state_dir, *areas.admin_dirs]
+        for own in (areas.state_dir, areas.cache_dir):  # Root Guard's own directories, made so they can be bound
+            if own and self.state_at(own) == "rw" and not os.path.lexists(own):  # read-only (else creatable inside)
+                with contextlib.suppress(OSError):
+                    os.makedirs(own, 0o700, exist_ok=True)
+        machine = [areas.user_config_dir, areas.user_file, areas.state_dir, areas.cache_dir, *areas.admin_dirs]
         for path in [*self.session.config_files(), *(p for p in machine if p)]:
             if self.state_at(path) == "rw":
                 candidates.setdefault(path, "protected")

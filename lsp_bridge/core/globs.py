@@ -32,11 +32,8 @@ from __future__ import annotations
 
 import re
 
+from lsp_bridge.core.glob_cache import translations
 from lsp_bridge.core.record import dataclass
-
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at start-up (core/record.py)
-if TYPE_CHECKING:
-    from typing import Any
 
 MAX_ALTERNATIVES = 256
 _GLOB_CHARS = "*?[{"
@@ -102,13 +99,16 @@ def expand(pattern: str) -> list[str]:
         raise GlobError(f"it has {problem}")
     if re.search(r"\{,|,,|,\}|\{\}", pattern):
         raise GlobError("an alternative in {...} is empty")
-    import bracex  # imported when a pattern is first checked: `rootguard check` with no globs never needs it
+    if "{" not in pattern:  # no alternative to expand: bracex gives the pattern back (tests/test_globs.py)
+        alternatives = [pattern]
+    else:
+        import bracex  # imported for the first pattern with braces
 
-    try:
-        alternatives = bracex.expand(pattern, limit=MAX_ALTERNATIVES)
-    except Exception as exc:  # noqa: BLE001 - bracex's limit exception or a malformed expression
-        raise GlobError(f"its alternatives cannot be expanded ({exc or type(exc).__name__}); at most "
-                        f"{MAX_ALTERNATIVES} are allowed") from None
+        try:
+            alternatives = bracex.expand(pattern, limit=MAX_ALTERNATIVES)
+        except Exception as exc:  # noqa: BLE001 - bracex's limit exception or a malformed expression
+            raise GlobError(f"its alternatives cannot be expanded ({exc or type(exc).__name__}); at most "
+                            f"{MAX_ALTERNATIVES} are allowed") from None
     if len(alternatives) > MAX_ALTERNATIVES:
         raise GlobError(f"it expands to more than {MAX_ALTERNATIVES} alternatives")
     seen: list[str] = []
@@ -123,8 +123,11 @@ def expand(pattern: str) -> list[str]:
 
 def check_pattern(pattern: str) -> None:
     """Raise ``GlobError`` unless every alternative compiles to a matcher."""
-    for alt in expand(pattern):
-        _compile_alternative(alt)
+    try:
+        for alt in expand(pattern):
+            _compile_alternative(alt)
+    finally:
+        translations().save()
 
 
 def literal_prefix(alternative: str) -> int:
@@ -147,25 +150,16 @@ def _compile_alternative(alt: str) -> list[re.Pattern[str]]:
         head = head[: -len("/**")]
     if head != alt and head not in ("", "/", "**"):
         forms.append(head if head.startswith(("/", "**/")) or "/" in head else "/" + head)
-    wildmatch = _wildmatch()
+    kept = translations()  # pathspec's answers, kept between runs (core/glob_cache.py)
     for form in forms:
-        compiled = wildmatch(form)
-        if compiled.include is None or compiled.regex is None:
+        include, regex = kept.translate(form)
+        if include is None or regex is None:
             raise GlobError("it matches nothing")
         if form == "**" or form == "/**":
             regexes.append(re.compile(r"."))
         else:
-            regexes.append(compiled.regex)
+            regexes.append(regex)
     return regexes
-
-
-def _wildmatch() -> Any:
-    """pathspec's gitwildmatch pattern class, imported on first use (pathspec costs ~10 ms to import)."""
-    try:  # pathspec >= 1.0 renamed the gitwildmatch pattern class
-        from pathspec.patterns.gitignore.spec import GitIgnoreSpecPattern
-    except ImportError:  # pragma: no cover - pathspec 0.12
-        from pathspec.patterns import GitWildMatchPattern as GitIgnoreSpecPattern
-    return GitIgnoreSpecPattern
 
 
 @dataclass(frozen=True)
@@ -180,7 +174,10 @@ class Alternative:
 
 def compile_pattern(pattern: str) -> tuple[Alternative, ...]:
     """Compile one pattern (raises ``GlobError``), longest literal prefix first."""
-    alts = [Alternative(a, literal_prefix(a), tuple(_compile_alternative(a))) for a in expand(pattern)]
+    try:
+        alts = [Alternative(a, literal_prefix(a), tuple(_compile_alternative(a))) for a in expand(pattern)]
+    finally:
+        translations().save()
     return tuple(sorted(alts, key=lambda a: -a.literal))
 
 

@@ -16,9 +16,11 @@ back to ``re.compile``.
 
 What this guards against is staleness and damage, not a person or program that
 writes the file on purpose: code the engine accepts is used as it is (rewriting an
-entry's code changes what the detector finds). That is the trust of every file in
-the user's cache directory (the detect-secrets pattern texts, the git history
-answers), which an agent confined by ``rootguard run`` does not see.
+entry's code changes what the detector finds, or what a rule's glob matches: the
+kept glob translations of ``core/glob_cache.py`` compile here too). That is the trust
+of every file in the user's cache directory (the detect-secrets pattern texts, the
+git history answers, the kept scans): it is a protected target (a write to it needs
+approval, ``core/protected.py``), and ``rootguard run`` binds it read-only.
 """
 
 from __future__ import annotations

@@ -191,7 +191,7 @@ async def test_root_containing_home_protects_the_user_config_the_audit_log_and_t
     scans = home / ".cache" / "rootguard" / "scans"
     scans.mkdir(parents=True, exist_ok=True)
     (scans / "pkg-0.json").write_text("{}")
-    before = tree(home / ".config"), tree(home / ".cache")
+    before = tree(home / ".config"), tree(scans)  # (Root Guard itself may add its own caches beside scans/)
     async with serve([home], world["base"]) as client:
         pid = os.path.basename(home)
         for name in (".local/state/rootguard/audit.jsonl", ".config/rootguard/config.toml",
@@ -205,7 +205,8 @@ async def test_root_containing_home_protects_the_user_config_the_audit_log_and_t
         deleted = await client.call_tool("delete_file", {"project_id": pid,
                                                          "relative_path": ".cache/rootguard/scans/pkg-0.json"})
         assert code(deleted) == ASKS, text(deleted)
-    assert (tree(home / ".config"), tree(home / ".cache")) == before
+    assert (tree(home / ".config"), tree(scans)) == before
+    assert not (home / ".cache" / "rootguard" / "history.json").exists()
     assert (audit / "audit.jsonl").stat().st_size > 0  # the refusals were logged, nothing wiped
     status, data = check(world, "write", str(scans / "pkg-0.json"), roots=[home])
     assert (status, data["decision"]) == (3, "request") and "own cache" in data["reason"], data

@@ -16,9 +16,11 @@ from dataclasses import asdict, fields
 
 from lsp_bridge.approvals.queue import MISSED_LIMIT, RECENT_LIMIT, ApprovalQueue, DecisionRecord, MissedRecord
 from lsp_bridge.core.atomic import atomic_write
+from lsp_bridge.core.paths import read_regular
 
 log = logging.getLogger("rootguard.tray.history")
 FILE_NAME = "tray-history.jsonl"
+MAX_BYTES = 16 << 20  # far above what RECENT_LIMIT and MISSED_LIMIT records take
 _KINDS = {"decision": DecisionRecord, "missed": MissedRecord}
 
 
@@ -48,14 +50,13 @@ class History:
         decisions: list[DecisionRecord] = []
         missed: list[MissedRecord] = []
         dismissed: set[tuple] = set()
-        try:
-            with open(self.path, encoding="utf-8") as handle:
-                raw = handle.readlines()
-        except FileNotFoundError:
+        data = read_regular(self.path, MAX_BYTES + 1, follow=True)  # a FIFO put there is refused, not waited on
+        if data is None or len(data) > MAX_BYTES:
+            if os.path.lexists(self.path):
+                log.warning("%s: cannot read the tray history: not a readable regular file of at most %d bytes",
+                            self.path, MAX_BYTES)
             return
-        except OSError as err:
-            log.warning("%s: cannot read the tray history: %s", self.path, err.strerror)
-            return
+        raw = data.decode("utf-8", "replace").splitlines(keepends=True)
         for number, line in enumerate(raw, 1):
             try:
                 item = json.loads(line)

@@ -36,6 +36,26 @@ def atomic_write(path: str, text: str, *, mode: int = 0o600, dir_mode: int | Non
     _fsync_dir(directory)
 
 
+CACHE_LIMIT = 1 << 26  # bytes: a kept file larger than this is not read (the largest, a 60k-file root's scans, is ~0.4 MB)
+
+
+def read_cache(path: str, limit: int = CACHE_LIMIT) -> object:
+    """The JSON value ``write_cache`` kept at ``path``, or None: missing, unreadable, over ``limit``,
+    not JSON, or not a regular file. A FIFO or a device put there is refused, never waited on, and
+    a symbolic link is not followed (``paths.read_regular``)."""
+    from lsp_bridge.core.paths import read_regular
+
+    data = read_regular(path, limit + 1)
+    if data is None or len(data) > limit:
+        return None
+    import json
+
+    try:
+        return json.loads(data)
+    except (ValueError, RecursionError):  # RecursionError: nested past the parser's depth
+        return None
+
+
 def write_cache(path: str, text: str) -> bool:
     """Replace the private cache file ``path`` with ``text``; False when it could not be written.
 

@@ -71,15 +71,11 @@ class Translations:
         self._changed = False
         if self.signature is None or path is None:
             return
-        import json  # a session with no glob never gets here: `rootguard check` without one imports no json
+        from lsp_bridge.core.atomic import read_cache  # json: a session with no glob never gets here
 
-        try:
-            with open(path, encoding="utf-8") as handle:
-                data = json.load(handle)
-            if isinstance(data, dict) and data.get("signature") == self.signature and isinstance(data.get("forms"), dict):
-                self._entries = data["forms"]
-        except (OSError, ValueError, RecursionError):
-            pass  # none yet, or not ours: every form is translated by pathspec, then written
+        data = read_cache(path)  # None: none yet, or not ours: every form is translated by pathspec, then written
+        if isinstance(data, dict) and data.get("signature") == self.signature and isinstance(data.get("forms"), dict):
+            self._entries = data["forms"]
 
     def translate(self, form: str) -> tuple[bool | None, re.Pattern[str] | None]:
         entry = self._entries.get(form)

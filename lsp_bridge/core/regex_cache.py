@@ -31,7 +31,7 @@ import os
 import re
 import sys
 
-from lsp_bridge.core.atomic import write_cache
+from lsp_bridge.core.atomic import read_cache, write_cache
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -53,13 +53,9 @@ class RegexCache:
         self._changed = False
         if path is None:
             return
-        try:
-            with open(path, encoding="utf-8") as handle:
-                data = json.load(handle)
-            if isinstance(data, dict) and data.get("signature") == _signature() and isinstance(data.get("patterns"), dict):
-                self._entries = data["patterns"]
-        except (OSError, ValueError, RecursionError):
-            pass  # no cache yet, or not ours: everything is compiled, then written
+        data = read_cache(path)  # None: no cache yet, or not ours: everything is compiled, then written
+        if isinstance(data, dict) and data.get("signature") == _signature() and isinstance(data.get("patterns"), dict):
+            self._entries = data["patterns"]
 
     def compile(self, text: str, flags: int = 0) -> re.Pattern[str]:
         key = f"{flags}:{text}"

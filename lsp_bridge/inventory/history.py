@@ -285,13 +285,9 @@ def _store_path() -> str | None:
 
 
 def _read_store(path: str) -> dict:
-    import json
+    from lsp_bridge.core.atomic import read_cache
 
-    try:
-        with open(path, encoding="utf-8") as handle:
-            data = json.load(handle)
-    except (OSError, ValueError, RecursionError):  # RecursionError: nested past the parser's depth
-        return {}
+    data = read_cache(path)
     if not isinstance(data, dict) or data.get("format") != _STORE_FORMAT or not isinstance(data.get("repos"), dict):
         return {}
     return data["repos"]

@@ -33,7 +33,7 @@ import os
 import time
 from collections.abc import Mapping
 
-from lsp_bridge.core.atomic import write_cache
+from lsp_bridge.core.atomic import read_cache, write_cache
 from lsp_bridge.core.filesystems import filesystem_type
 
 Key = tuple[int, int, int, int]  # st_dev, st_ino, st_mtime_ns, st_ctime_ns
@@ -100,11 +100,7 @@ class ScanStore:
         self.changed = False  # set by the scanner when it listed what a record could have spared
         if file is None:
             return
-        try:
-            with open(file, encoding="utf-8") as handle:
-                data = json.load(handle)
-        except (OSError, ValueError, RecursionError):  # RecursionError: nested past the parser's depth
-            return  # none yet, or not readable as ours: everything is listed, then written
+        data = read_cache(file)  # None: none yet, or not readable as ours: everything is listed, then written
         if (isinstance(data, dict) and data.get("format") == FORMAT and data.get("top") == top
                 and isinstance(data.get("records"), dict) and isinstance(data.get("counts"), dict)):
             self.records, self.counts = data["records"], data["counts"]

@@ -13,7 +13,7 @@ import os
 import re
 import threading
 
-from lsp_bridge.core.atomic import write_cache
+from lsp_bridge.core.atomic import read_cache, write_cache
 from lsp_bridge.core.paths import read_regular
 from lsp_bridge.core.record import lazy_pattern
 
@@ -189,7 +189,6 @@ def _cache_path() -> str | None:
 
 def _cached_detectors() -> tuple | None:
     """The detectors from the validated pattern cache, or None (no cache, stale, unreadable)."""
-    import json
 
     from lsp_bridge.core.regex_cache import regex_cache
 
@@ -197,9 +196,8 @@ def _cached_detectors() -> tuple | None:
     if path is None:
         return None
     try:
-        with open(path, encoding="utf-8") as handle:
-            data = json.load(handle)
-        if data.get("signature") != _plugins_signature():
+        data = read_cache(path)
+        if not isinstance(data, dict) or data.get("signature") != _plugins_signature():
             return None
         compiled = regex_cache()
         detectors: list = []

@@ -17,6 +17,7 @@ from contextlib import contextmanager
 
 from lsp_bridge.core import acknowledged
 from lsp_bridge.core.acknowledged import Acknowledgement
+from lsp_bridge.core.paths import read_regular
 from lsp_bridge.core.userdirs import user_state_dir  # platformdirs' answer without its imports (start-up)
 
 log = logging.getLogger("rootguard.lsp.acknowledged")
@@ -27,19 +28,26 @@ def store_path() -> str:
     return os.path.join(user_state_dir(), FILE_NAME)
 
 
+MAX_BYTES = 16 << 20
+
+
 class AcknowledgementStore:
     def __init__(self, path: str | None = None):
         self.path = path or store_path()
         self.error: str | None = None
 
     def load(self) -> dict[str, Acknowledgement]:
+        data = read_regular(self.path, MAX_BYTES + 1, follow=True)  # a FIFO put there is refused, not waited on
+        if data is None:
+            if not os.path.lexists(self.path):
+                return {}
+            return self._failed(f"{self.path}: cannot read: not a readable regular file")
+        if len(data) > MAX_BYTES:
+            return self._failed(f"{self.path}: cannot read: larger than {MAX_BYTES} bytes")
         try:
-            with open(self.path, encoding="utf-8") as handle:
-                text = handle.read()
-        except FileNotFoundError:
-            return {}
-        except OSError as err:
-            return self._failed(f"{self.path}: cannot read: {err.strerror}")
+            text = data.decode("utf-8")
+        except UnicodeDecodeError:
+            return self._failed(f"{self.path}: cannot read: not UTF-8 text")
         try:
             records = acknowledged.parse(text, self.path)
         except acknowledged.AcknowledgementError as err:

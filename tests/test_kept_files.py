@@ -79,3 +79,30 @@ def test_fifos_in_the_state_directory_hang_neither_the_acknowledgements_nor_the_
     assert first == f"{{}} {acknowledgements}: cannot read: not a readable regular file"
     assert second == "0 0"
     assert "cannot read the tray history" in done.stderr
+
+
+async def test_a_fifo_as_the_audit_log_refuses_calls_and_never_holds_the_server(tmp_path: Path, isolated_user: Path):
+    """The log must be written before anything is done: with a FIFO in its place every call is
+    refused (``audit_unavailable``) at once, and the server keeps answering."""
+    import anyio
+
+    from tests.test_mcp_server import code, connect
+
+    repo = make_repo(tmp_path / "pkg", {"src/a.ts": "export {};\n"})
+    _fifo(isolated_user / ".local" / "state" / "rootguard" / "audit.jsonl")
+    with anyio.fail_after(60):
+        async with connect([repo], tmp_path) as client:
+            for _ in range(2):
+                result = await client.call_tool("read_file", {"project_id": "pkg", "relative_path": "src/a.ts"})
+                assert code(result) == "audit_unavailable", result
+                assert "not a regular file" in result.content[0].text
+
+
+def test_rootguard_audit_refuses_a_fifo_as_the_log(tmp_path: Path, isolated_user: Path):
+    log = isolated_user / ".local" / "state" / "rootguard" / "audit.jsonl"
+    _fifo(log)
+    for args in ([], ["--file", str(log)], ["--all"]):
+        done = _run("audit", *args)
+        assert done.returncode == 2, done
+        assert done.stderr == f"rootguard audit: {log} is not a regular file (a FIFO, a socket or a device), " \
+                              "not a decision log\n"

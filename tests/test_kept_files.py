@@ -106,3 +106,20 @@ def test_rootguard_audit_refuses_a_fifo_as_the_log(tmp_path: Path, isolated_user
         assert done.returncode == 2, done
         assert done.stderr == f"rootguard audit: {log} is not a regular file (a FIFO, a socket or a device), " \
                               "not a decision log\n"
+
+
+def test_a_fifo_as_the_tray_history_never_holds_the_tray(tmp_path: Path):
+    """The tray appends a line per decision: with a FIFO in the file's place it warns and goes on."""
+    history = tmp_path / "tray-history.jsonl"
+    _fifo(history)
+    script = (
+        "import sys\n"
+        "from tray.history import History\n"
+        "h = History(sys.argv[1])\n"
+        "print(h.append_raw({'kind': 'dismissed', 'when': 1.0, 'paths': []}), h.lines)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script, str(history)], capture_output=True, text=True, timeout=60,
+                          env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "False 0\n"
+    assert "cannot write the tray history: not a regular file" in done.stderr

@@ -16,7 +16,7 @@ from dataclasses import asdict, fields
 
 from lsp_bridge.approvals.queue import MISSED_LIMIT, RECENT_LIMIT, ApprovalQueue, DecisionRecord, MissedRecord
 from lsp_bridge.core.atomic import atomic_write
-from lsp_bridge.core.paths import read_regular
+from lsp_bridge.core.paths import open_regular, read_regular
 
 log = logging.getLogger("rootguard.tray.history")
 FILE_NAME = "tray-history.jsonl"
@@ -77,27 +77,24 @@ class History:
             self._compact(queue)
 
     def append(self, kind: str, record) -> None:
-        data = {"kind": kind, **asdict(record)}
-        try:
-            os.makedirs(os.path.dirname(self.path), mode=0o700, exist_ok=True)
-            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
-            with os.fdopen(fd, "a", encoding="utf-8") as handle:
-                handle.write(json.dumps(data) + "\n")
+        if self.append_raw({"kind": kind, **asdict(record)}):
             self.lines += 1
-        except OSError as err:
-            log.warning("%s: cannot write the tray history: %s", self.path, err.strerror)
 
     def dismissed(self, record: MissedRecord) -> None:
         self.append_raw({"kind": "dismissed", "when": record.when, "paths": list(record.paths)})
 
-    def append_raw(self, data: dict) -> None:
+    def append_raw(self, data: dict) -> bool:
+        """One line appended; False (and a warning) when the file cannot be written or is not a
+        regular file (a FIFO in its place is refused, never waited on)."""
         try:
             os.makedirs(os.path.dirname(self.path), mode=0o700, exist_ok=True)
-            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
+            fd = open_regular(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
             with os.fdopen(fd, "a", encoding="utf-8") as handle:
                 handle.write(json.dumps(data) + "\n")
         except OSError as err:
             log.warning("%s: cannot write the tray history: %s", self.path, err.strerror)
+            return False
+        return True
 
     def _compact(self, queue: ApprovalQueue) -> None:
         lines = [json.dumps({"kind": "decision", **asdict(r)}) for r in reversed(queue.recent)]

@@ -191,6 +191,23 @@ _READ_FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXE
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 
 
+def open_regular(path: str, flags: int, mode: int = 0o600) -> int:
+    """A blocking descriptor of the regular file ``path`` opened with ``flags``; ``OSError`` for
+    anything else. The open itself never blocks: a FIFO put in a file's place would otherwise
+    hold the process until someone opened its other end (the audit log, the tray's history)."""
+    try:
+        fd = os.open(path, flags | os.O_NONBLOCK | os.O_CLOEXEC, mode)
+    except OSError as err:
+        if err.errno == errno.ENXIO:  # a FIFO with no reader (or a device with none) opened for writing
+            raise OSError(errno.EINVAL, "not a regular file") from None
+        raise
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise OSError(errno.EINVAL, "not a regular file")
+    os.set_blocking(fd, True)
+    return fd
+
+
 def read_regular(path: str, limit: int, *, follow: bool = False) -> bytes | None:
     """Up to ``limit`` bytes of the regular file at ``path``; None when it is not one (a FIFO,
     a device, a directory; a link unless ``follow``) or cannot be read. Never blocks: a file

@@ -17,7 +17,6 @@ file past ``max_bytes`` it becomes ``audit.jsonl.1`` (older ones shift up to
 from __future__ import annotations
 
 import argparse
-import errno
 import fcntl
 import functools
 import hashlib
@@ -28,6 +27,8 @@ import sys
 import time
 from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime
+
+from lsp_bridge.core.paths import open_regular
 
 DEFAULT_MAX_BYTES = 10 * 1024 * 1024
 DEFAULT_BACKUPS = 5
@@ -120,7 +121,7 @@ class AuditLog:
             info = None
         if self._fd is None or info is None or info.st_ino != self._inode:
             self._close_log()
-            self._fd = _open_regular(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+            self._fd = open_regular(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
             info = os.fstat(self._fd)
             self._inode = info.st_ino
         return self._fd, info.st_size
@@ -132,23 +133,6 @@ class AuditLog:
             if os.path.exists(older):
                 os.replace(older, f"{self.path}.{index + 1}")
         os.replace(self.path, f"{self.path}.1")
-
-
-def _open_regular(path: str, flags: int, mode: int = 0o600) -> int:
-    """A descriptor of the regular file ``path``; ``OSError`` for anything else. Opened without
-    blocking: a FIFO put in the log's place would otherwise hold the server (writing) or
-    ``rootguard audit`` (reading) until someone opened its other end."""
-    try:
-        fd = os.open(path, flags | os.O_NONBLOCK | os.O_CLOEXEC, mode)
-    except OSError as err:
-        if err.errno == errno.ENXIO:  # a FIFO with no reader (or a device with none) opened for writing
-            raise OSError(errno.EINVAL, "not a regular file") from None
-        raise
-    if not stat.S_ISREG(os.fstat(fd).st_mode):
-        os.close(fd)
-        raise OSError(errno.EINVAL, "not a regular file")
-    os.set_blocking(fd, True)
-    return fd
 
 
 def _bounded(entry: dict) -> dict:
@@ -174,7 +158,7 @@ def read_records(path: str | None = None, *, rotated: bool = False) -> list[dict
     records: list[dict] = []
     for name in files:
         try:
-            with open(_open_regular(name, os.O_RDONLY), "rb") as handle:
+            with open(open_regular(name, os.O_RDONLY), "rb") as handle:
                 records.extend(_parse_lines(handle.read()))
         except FileNotFoundError:
             continue
@@ -233,7 +217,7 @@ class Follower:
 
     def _read_from(self, name: str) -> list[dict]:
         try:
-            with open(_open_regular(name, os.O_RDONLY), "rb") as handle:
+            with open(open_regular(name, os.O_RDONLY), "rb") as handle:
                 handle.seek(self._offset)
                 data = handle.read()
         except FileNotFoundError:

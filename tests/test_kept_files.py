@@ -123,3 +123,22 @@ def test_a_fifo_as_the_tray_history_never_holds_the_tray(tmp_path: Path):
     assert done.returncode == 0, done.stderr
     assert done.stdout == "False 0\n"
     assert "cannot write the tray history: not a regular file" in done.stderr
+
+
+def test_a_fifo_as_the_user_file_refuses_an_always_grant_and_keeps_it(tmp_path: Path):
+    """'Always allow' reads the user file to append its rule: a FIFO there is an error, never a wait."""
+    user_file = tmp_path / "config.toml"
+    _fifo(user_file)
+    script = (
+        "import sys\n"
+        "from lsp_bridge.core.grants import GrantError, write_always_rule\n"
+        "try:\n"
+        "    write_always_rule(sys.argv[1], {'path': '/x', 'policies': {'read': 'allow'}})\n"
+        "except GrantError as err:\n"
+        "    print(err)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script, str(user_file)], capture_output=True, text=True, timeout=60,
+                          env={**os.environ, "PYTHONPATH": str(REPO), "ROOTGUARD_CONFIG": str(user_file)})
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith(f"{user_file}: cannot read the user configuration (not a readable regular file")
+    assert user_file.is_fifo()

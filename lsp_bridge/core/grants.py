@@ -25,6 +25,8 @@ from tomlkit.items import AoT
 
 from lsp_bridge.core.atomic import atomic_write
 from lsp_bridge.core.config import parse_text, user_config_path
+from lsp_bridge.core.config_files import MAX_CONFIG_BYTES
+from lsp_bridge.core.paths import read_regular
 from lsp_bridge.core.settings import PROJECT_FILE_NAME, VERDICTS
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at start-up (core/record.py)
@@ -155,13 +157,16 @@ def _checked_fields(raw: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _read(path: str) -> str | None:
-    try:
-        with open(path, encoding="utf-8") as handle:
-            return handle.read()
-    except FileNotFoundError:
+    if not os.path.lexists(path):
         return None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise GrantError(f"{path}: cannot read the user configuration ({type(exc).__name__})") from None
+    data = read_regular(path, MAX_CONFIG_BYTES + 1, follow=True)  # a FIFO put there is refused, never waited on
+    if data is None or len(data) > MAX_CONFIG_BYTES:
+        raise GrantError(f"{path}: cannot read the user configuration (not a readable regular file of at most "
+                         f"{MAX_CONFIG_BYTES} bytes)")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise GrantError(f"{path}: cannot read the user configuration (UnicodeDecodeError)") from None
 
 
 def _parse(text: str, path: str) -> tomlkit.TOMLDocument:

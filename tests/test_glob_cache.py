@@ -54,6 +54,9 @@ def test_a_second_process_reads_back_pathspecs_own_answers(tmp_path: Path):
     # the right signature, entries of the wrong shape or type
     "SIG:{\"*.pem\": [true, \"^x$\"]}", "SIG:{\"*.pem\": [1, \"^x$\", 32]}", "SIG:{\"*.pem\": [true, 7, 32]}",
     "SIG:{\"*.pem\": [true, \"^x$\", true]}", "SIG:{\"*.pem\": \"^x$\"}", "SIG:[]",
+    # well formed, but no expression the engine takes: pathspec's answer, never an error
+    "SIG:{\"*.pem\": [true, \"(\", 32]}", "SIG:{\"*.pem\": [true, \"^x$\", 123456789012345678901234567890]}",
+    "SIG:{\"*.pem\": [true, \"^x$\", -1]}",
 ])
 def test_a_damaged_or_foreign_file_changes_nothing_but_the_speed(tmp_path: Path, damage: str):
     path = tmp_path / FILE_NAME

@@ -82,7 +82,10 @@ class Translations:
         if _well_formed(entry):
             assert entry is not None
             include, text, flags = entry
-            return include, _compile(text, flags)
+            try:
+                return include, _compile(text, flags)
+            except (re.error, ValueError, TypeError, OverflowError, RecursionError):
+                self._entries.pop(form, None)  # damaged: translated afresh below, and rewritten
         pattern = wildmatch()(form)
         include, regex = pattern.include, pattern.regex
         if self.signature is not None and isinstance(include, bool) and isinstance(regex, re.Pattern):

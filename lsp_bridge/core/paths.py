@@ -187,7 +187,6 @@ class PrefixIndex(Generic[V]):
         return None
 
 
-_READ_FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 
 
@@ -213,12 +212,10 @@ def read_regular(path: str, limit: int, *, follow: bool = False) -> bytes | None
     a device, a directory; a link unless ``follow``) or cannot be read. Never blocks: a file
     someone swapped for a FIFO after it was listed is refused, not waited on."""
     try:
-        fd = os.open(path, _READ_FLAGS if follow else _READ_FLAGS | _NOFOLLOW)
+        fd = open_regular(path, os.O_RDONLY if follow else os.O_RDONLY | _NOFOLLOW)
     except OSError:
         return None
     try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return None
         with open(fd, "rb", closefd=False) as handle:
             return handle.read(limit)
     except OSError:

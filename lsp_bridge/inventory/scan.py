@@ -33,7 +33,7 @@ from lsp_bridge.inventory.history import (
     git_key,
 )
 from lsp_bridge.inventory.model import CiIdentity, CiRoles, CredentialFile, GitDir, InventoryReport, Store
-from lsp_bridge.inventory.scan_store import ScanStore, key_of, plain_names, stable_key
+from lsp_bridge.inventory.scan_store import ScanStore, key_of, plain_names, stable_key, unchanged
 from lsp_bridge.inventory.secrets import (
     CREDENTIAL_NAME_PATTERN,
     CREDENTIAL_NAME_STARTS,
@@ -463,8 +463,7 @@ class InventoryCache:
                 info = os.lstat(prefix + relative if relative else top)
             except OSError:
                 return None
-            if not (info.st_ino == item[2] and info.st_ctime_ns == item[4] and info.st_mtime_ns == item[3]
-                    and info.st_dev == item[1]):
+            if not unchanged(item[1:], info):
                 return None
         return (files, keys) if rooted else None
 

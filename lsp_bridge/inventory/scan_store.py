@@ -23,7 +23,8 @@ Files whose contents the inventory reads (credential counts) carry their own key
 and are read again when it changed. The file is the user's, in the cache directory,
 like the git history answers beside it: what it guards against is staleness and
 damage (a record that does not decode is no record), not a program of the user's
-that rewrites it on purpose; an agent confined by ``rootguard run`` does not see it.
+that rewrites it on purpose: the cache directory is a protected target (an agent's write
+to it needs approval, ``core/protected.py``) and ``rootguard run`` binds it read-only.
 """
 
 from __future__ import annotations
@@ -58,6 +59,13 @@ def stable_key(info: os.stat_result, read_at_ns: int) -> Key | None:
     if filesystem_type(info.st_dev) not in LOCAL_TYPES:
         return None
     return (info.st_dev, info.st_ino, info.st_mtime_ns, changed)
+
+
+def unchanged(key: list | tuple, info: os.stat_result) -> bool:
+    """Whether ``key`` (``[st_dev, st_ino, st_mtime_ns, st_ctime_ns, ...]``, as kept) is still
+    ``info``'s: nothing in the directory changed since it was kept."""
+    return (key[1] == info.st_ino and key[3] == info.st_ctime_ns and key[2] == info.st_mtime_ns
+            and key[0] == info.st_dev)
 
 
 def key_of(path: str, read_at_ns: int | None = None) -> Key | None:
@@ -118,10 +126,7 @@ class ScanStore:
         """The record of the directory ``path`` when it was kept with the key ``info`` (its
         ``lstat`` now) has: nothing in it changed since. Else None."""
         found = self.records.get(self.relative(path))
-        if type(found) is list and len(found) > 4 and found[1] == info.st_ino and found[3] == info.st_ctime_ns \
-                and found[2] == info.st_mtime_ns and found[0] == info.st_dev:
-            return found
-        return None
+        return found if type(found) is list and len(found) > 4 and unchanged(found, info) else None
 
     def save(self, records: Mapping[str, list], counts: Mapping[str, list]) -> bool:
         """Write these records in place of the kept ones; False when nothing could be written."""

@@ -10,7 +10,7 @@ import errno
 import os
 import stat
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 from lsp_bridge.core.record import Generic, TypeVar
 
@@ -68,6 +68,36 @@ def realpath_stat(path: str) -> tuple[str, os.stat_result | None]:
         if found:
             return found, info
     return realpath(path), None
+
+
+_OPENER: list[Callable[[str], int] | None] = []  # openat2.opener(), once asked
+
+
+def plain_stat(path: str) -> os.stat_result | None:
+    """The ``stat`` of what absolute, normalised ``path`` names when the kernel reaches it through no
+    symbolic link, so that ``path`` is its own canonical name; None otherwise (a link on the way,
+    missing, no permission).
+
+    For a long-lived process that asks often: one ``openat2`` with ``RESOLVE_NO_SYMLINKS``
+    (``core/openat2.py``, loaded at the first call) and an ``fstat``; where that call is not
+    usable, ``realpath_stat`` and a compare, which give the same answers.
+    """
+    if not _OPENER:
+        from lsp_bridge.core import openat2
+
+        _OPENER.append(openat2.opener())
+    open_no_symlinks = _OPENER[0]
+    if open_no_symlinks is None:
+        found, info = realpath_stat(path)
+        return info if found == path else None
+    try:
+        fd = open_no_symlinks(path)
+    except (OSError, ValueError):  # ValueError: a NUL in the path
+        return None
+    try:
+        return os.fstat(fd)
+    finally:
+        os.close(fd)
 
 
 def _kernel_name(path: str, *, with_stat: bool) -> tuple[str, os.stat_result | None]:

@@ -156,6 +156,15 @@ class Target:
     nlink: int = 1
 
 
+def _one_need(need: str, decision: Decision, granted: Container[tuple[str, str]]) -> ItemDecision:
+    """One need on one path as a batch item: a ``request`` the session already granted is ``allow``."""
+    verdict = decision.decision
+    if verdict == "request" and (need, decision.path) in granted:
+        part = Part(need, decision.path, decision, "allow")
+        return ItemDecision(decision, (part,), "allow", f"allowed for this session earlier ({decision.reason})")
+    return ItemDecision(decision, (Part(need, decision.path, decision, verdict),), verdict, decision.reason)
+
+
 def inspect(canonical: str) -> tuple[tuple[int, int] | None, int]:
     """(device, inode) and link count of an existing regular file, else (None, 1)."""
     try:
@@ -214,6 +223,7 @@ class Policy:
         self._anchored = frozenset(anchored)
         self._anchors_sorted = sorted(anchored)  # for the anchors directly below a directory (``_child_anchors``)
         self._slots: dict[tuple[str, str], _Slot] = {}
+        self._plain: dict[tuple[str, str], ItemDecision] = {}  # decide_plain's answers before session grants
 
     @cached_property
     def hardlinks(self) -> HardLinkIndex:
@@ -421,12 +431,7 @@ class Policy:
             if whole.decision == "deny" and all(d.decision != "deny" for _, d in pieces):
                 pieces[0] = ("delete", whole)  # refused as a whole (spans roots; version 1 across roots)
         elif len(ops) == 1:  # the common case, kept short: one need on one path
-            decision = self.decide_target(ops[0], self._as_target(path), fast=fast)
-            need, verdict = _NEEDS[ops[0]], decision.decision
-            if verdict == "request" and (need, decision.path) in granted:
-                part = Part(need, decision.path, decision, "allow")
-                return ItemDecision(decision, (part,), "allow", f"allowed for this session earlier ({decision.reason})")
-            return ItemDecision(decision, (Part(need, decision.path, decision, verdict),), verdict, decision.reason)
+            return _one_need(_NEEDS[ops[0]], self.decide_target(ops[0], self._as_target(path), fast=fast), granted)
         else:
             target = self._as_target(path)
             pieces = [(_NEEDS[o], self.decide_target(o, target, fast=fast)) for o in ops]
@@ -440,6 +445,27 @@ class Policy:
         if whole.decision == "request" and asked and explained and all(p.verdict == "allow" for p in asked):
             return ItemDecision(whole, parts, "allow", f"allowed for this session earlier ({whole.reason})")
         return ItemDecision(whole, parts, whole.decision, whole.reason)
+
+    def decide_plain(self, op: str, canonical: str, granted: Container[tuple[str, str]] = ()) -> ItemDecision | None:
+        """``_decide_item((op, Target(canonical)), granted, fast=True)`` for a path with no link on the
+        way and one link to its inode, from its directory's share (``_child_point``); None when that
+        share cannot vouch for it (an anchor, a protected target of a mutation): the caller then takes
+        the full engine. The MCP tools' plain reads use it (``tests/test_plain_read.py``)."""
+        key = (op, canonical)
+        item = self._plain.get(key)
+        if item is None:  # the answer depends on the rules and the path alone: kept while this policy lives
+            point = self._child_point(op, canonical)
+            if point is None:
+                return None
+            verdict, rule, reason, root = point
+            rule_id, source = (rule.id, rule.source) if rule else (None, None)
+            item = _one_need(_NEEDS[op], Decision(verdict, canonical, op, rule_id, reason, source, root), ())
+            if len(self._plain) >= _MAX_PLAIN:
+                self._plain.clear()
+            self._plain[key] = item
+        if item.verdict == "request" and granted:
+            return _one_need(_NEEDS[op], item.decision, granted)
+        return item
 
     def decide_granted(self, op: str, target: Target, granted: Container[tuple[str, str]] = ()) -> str:
         """The verdict for one resolved path after session grants (listings and searches filter with it).
@@ -674,6 +700,7 @@ class Policy:
         return f"the call spans roots whose policies differ ({roots}); split it per root"
 
 
+_MAX_PLAIN = 4096  # paths whose plain decision is kept (a few MB at most)
 _MAX_SLOTS = 4096  # directories whose fast-path slot is kept (the policy is rebuilt when anything changes)
 
 

@@ -30,11 +30,11 @@ what ``re.compile`` makes.
 from __future__ import annotations
 
 import os
-import re
 import sys
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    import re
     from typing import Any
 
 FILE_NAME = "glob-regex.json"
@@ -78,6 +78,8 @@ class Translations:
             self._entries = data["forms"]
 
     def translate(self, form: str) -> tuple[bool | None, re.Pattern[str] | None]:
+        import re  # loaded by the first glob: a command without globs never imports it
+
         entry = self._entries.get(form)
         if _well_formed(entry):
             assert entry is not None

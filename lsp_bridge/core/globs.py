@@ -30,10 +30,12 @@ alternative (``{a}``). Bash-style ranges (``{1..3}``) expand like alternatives.
 
 from __future__ import annotations
 
-import re
-
 from lsp_bridge.core.glob_cache import translations
 from lsp_bridge.core.record import dataclass
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import re  # at run time only where a rule's glob compiles: a command without globs never imports it
 
 MAX_ALTERNATIVES = 256
 _GLOB_CHARS = "*?[{"
@@ -97,7 +99,7 @@ def expand(pattern: str) -> list[str]:
     problem = _balanced(pattern)
     if problem:
         raise GlobError(f"it has {problem}")
-    if re.search(r"\{,|,,|,\}|\{\}", pattern):
+    if "{," in pattern or ",," in pattern or ",}" in pattern or "{}" in pattern:
         raise GlobError("an alternative in {...} is empty")
     if "{" not in pattern:  # no alternative to expand: bracex gives the pattern back (tests/test_globs.py)
         alternatives = [pattern]
@@ -156,6 +158,8 @@ def _compile_alternative(alt: str) -> list[re.Pattern[str]]:
         if include is None or regex is None:
             raise GlobError("it matches nothing")
         if form == "**" or form == "/**":
+            import re
+
             regexes.append(re.compile(r"."))
         else:
             regexes.append(regex)

@@ -8,7 +8,6 @@ configuration diagnostic is placed with it.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 
 from lsp_bridge.core.diagnostics import Diagnostic, Range
@@ -39,7 +38,7 @@ class _Locator:
         self._text = text
         self._i = 0
         self._aot: dict[KeyPath, int] = {}
-        self._line_starts = [0] + [m.end() for m in re.finditer("\n", text)]
+        self._line_starts = _line_starts(text)
         self.keys: dict[KeyPath, tuple[int, int]] = {}
         self.values: dict[KeyPath, tuple[int, int]] = {}
         try:
@@ -216,6 +215,16 @@ class _Locator:
         self._i = j + 1
 
 
+def _line_starts(text: str) -> list[int]:
+    """The offset of each line's first character."""
+    starts = [0]
+    at = text.find("\n")
+    while at >= 0:
+        starts.append(at + 1)
+        at = text.find("\n", at + 1)
+    return starts
+
+
 def _bisect_right(items: list[int], value: int) -> int:
     low, high = 0, len(items)
     while low < high:
@@ -256,7 +265,7 @@ def _error(code: str, message: str, file: str | None, rng: Range | None = None) 
 
 
 _TOML_ERROR_AT = lazy_pattern(
-    r"^(?P<message>.*?)(?: \(at line (?P<line>\d+), column (?P<column>\d+)\)| \(at end of document\))?$", re.S
+    r"(?s)^(?P<message>.*?)(?: \(at line (?P<line>\d+), column (?P<column>\d+)\)| \(at end of document\))?$"
 )
 
 

@@ -19,7 +19,7 @@ _CONTROL = lazy_pattern(r"[\x00-\x1f\x7f]")
 
 def one_line(text: str) -> str:
     """``text`` with control characters shown as ``\\n``, ``\\x1b``... (never a line break)."""
-    if not _CONTROL.search(text):
+    if text.isprintable() or not _CONTROL.search(text):  # printable: no control character (and no regex)
         return text
     return _CONTROL.sub(lambda m: repr(m.group(0))[1:-1], text)
 

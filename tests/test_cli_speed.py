@@ -82,9 +82,19 @@ def test_short_commands_import_nothing_heavy(shop: Path, tmp_path: Path, command
     assert not loaded & set(HEAVY), sorted(loaded & set(HEAVY))
     if command in ("roots", "check"):  # the plain spelling: read without argparse (main.plain_arguments)
         assert "argparse" not in loaded and "gettext" not in loaded
-    if command in ("roots", "check"):  # no glob rule to compile, no file to parse, no cache to find
-        assert not loaded & {"pathspec", "bracex", "tomllib", "platformdirs", "shutil", "json", "subprocess"}, (
-            sorted(loaded & {"pathspec", "bracex", "tomllib", "platformdirs", "shutil", "json", "subprocess"}))
+    if command in ("roots", "check"):  # no glob rule to compile, no file to parse, no cache to find, no regex
+        unused = {"pathspec", "bracex", "tomllib", "platformdirs", "shutil", "json", "subprocess", "re", "enum"}
+        assert not loaded & unused, sorted(loaded & unused)
+
+
+def test_roots_reads_a_tsconfig_chain_without_json_or_re(shop: Path, tmp_path: Path):
+    """``tsconfig`` files are read by ``core/json_read.py`` (the stdlib's C scanner): importing ``json``
+    would bring ``re`` and ``enum``, a quarter of the command's time."""
+    (shop / "tsconfig.base.json").write_text('{\n  // shared\n  "compilerOptions": {"types": ["node"],},\n}\n')
+    (shop / "tsconfig.json").write_text('{"extends": "./tsconfig.base.json", "include": ["packages"]}\n')
+    (shop / "tsconfig.build.json").write_text('{"extends": "./tsconfig.json"}\n')
+    loaded = modules_after(["roots", str(shop)], _env(tmp_path))
+    assert not loaded & {"json", "re", "enum"}, sorted(loaded & {"json", "re", "enum"})
 
 
 def test_roots_reads_links_from_the_workspace_layout_and_mounts_walks(shop: Path, tmp_path: Path):

@@ -15,10 +15,10 @@ from __future__ import annotations
 
 import os
 import posixpath
-import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 
 from lsp_bridge.core.diagnostics import Diagnostic, Range
+from lsp_bridge.core.json_read import loads
 from lsp_bridge.core.paths import canonical, fold, is_within, read_regular, relative_to
 from lsp_bridge.core.record import dataclass, field, lazy_pattern
 from lsp_bridge.core.settings import Mount
@@ -176,13 +176,13 @@ def _load_json(path: str, *, comments: bool) -> tuple[object | None, str | None,
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         return None, None, Diagnostic("error", "mcp-config-unreadable", f"cannot read: {exc.__class__.__name__}", path)
-    import json  # only when there is a file to read: roots on a tree without MCP configs never needs it
-
     try:
-        return json.loads(strip_jsonc(text) if comments else text), text, None
-    except json.JSONDecodeError as exc:
-        where = Range.point(exc.lineno - 1, exc.colno - 1)
-        return None, text, Diagnostic("error", "mcp-config-invalid", f"invalid JSON: {exc.msg}", path, where)
+        return loads(strip_jsonc(text) if comments else text), text, None
+    except ValueError as exc:  # json.JSONDecodeError, or a number past the interpreter's digit limit
+        line, column = getattr(exc, "lineno", None), getattr(exc, "colno", None)
+        where = Range.point(line - 1, column - 1) if line is not None and column is not None else None
+        message = getattr(exc, "msg", None) or str(exc).split(";")[0]
+        return None, text, Diagnostic("error", "mcp-config-invalid", f"invalid JSON: {message}", path, where)
     except RecursionError:  # a repository's file nested past the parser's depth: refused, named
         return None, text, Diagnostic("error", "mcp-config-invalid", "invalid JSON: nested too deep to read", path)
 
@@ -191,9 +191,12 @@ def _locate(text: str | None, value: str) -> Range | None:
     """The position of the string literal ``value`` in ``text`` when it is unique."""
     if text is None:
         return None
-    import json
+    if value.isprintable() and '"' not in value and "\\" not in value:
+        needle = f'"{value}"'  # what json.dumps writes for it (json, and re with it, stay unloaded)
+    else:
+        import json
 
-    needle = json.dumps(value, ensure_ascii=False)
+        needle = json.dumps(value, ensure_ascii=False)
     at = text.find(needle)
     if at < 0 or text.find(needle, at + 1) >= 0:
         return None
@@ -509,7 +512,7 @@ def mcp_server_confinement(
 
 def _program(command: str) -> str:
     """The program's name without directory or ``.exe``, lower-cased."""
-    return re.split(r"[\\/]", command)[-1].lower().removesuffix(".exe")
+    return command.replace("\\", "/").rsplit("/", 1)[-1].lower().removesuffix(".exe")
 
 
 def _server_confinement(
@@ -791,9 +794,17 @@ def _is_package(target: str, toplevel: str) -> bool:
 # ---------------------------------------------------------------- tsconfig
 
 
+def _named_tsconfig(name: str) -> bool:
+    """``tsconfig.<something>.json``, as ``re.fullmatch(r"tsconfig\\..+\\.json", name)`` reads it."""
+    if not (name.startswith("tsconfig.") and name.endswith(".json")):
+        return False
+    middle = name[len("tsconfig."):-len(".json")]
+    return bool(middle) and "\n" not in middle
+
+
 def _tsconfig_starts(root: str) -> list[str]:
     try:
-        names = sorted(n for n in os.listdir(root) if n == "tsconfig.json" or re.fullmatch(r"tsconfig\..+\.json", n))
+        names = sorted(n for n in os.listdir(root) if n == "tsconfig.json" or _named_tsconfig(n))
     except OSError:
         return []
     return [os.path.join(root, n) for n in names if os.path.isfile(os.path.join(root, n))]

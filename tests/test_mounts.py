@@ -473,6 +473,20 @@ def test_an_mcp_config_nested_past_the_parsers_depth_is_an_error_naming_it(tmp_p
     assert f"{folder / '.mcp.json'}: invalid JSON: nested too deep" in shown.stdout
 
 
+@pytest.mark.parametrize("name", [".mcp.json", "tsconfig.json"])
+def test_a_number_past_the_digit_limit_is_invalid_json_naming_the_file(tmp_path: Path, name):
+    """Python refuses to read an integer of more than 4,300 digits (a ``ValueError`` that is no
+    ``JSONDecodeError``): the file's own "invalid JSON" message, never an internal error."""
+    folder = tmp_path.resolve() / "proj"
+    folder.mkdir()
+    write(folder / name, '{"mcpServers": {}, "compilerOptions": {"x": ' + "9" * 5000 + "}}")
+    for command in ("roots", "mounts"):
+        shown = subprocess.run([sys.executable, "-m", "lsp_bridge.cli", command, str(folder)],
+                               capture_output=True, text=True, timeout=60)
+        assert shown.returncode == 0 and "internal error" not in shown.stderr, shown.stderr
+    assert f"{folder / name}: invalid JSON: Exceeds the limit (4300 digits)" in shown.stdout
+
+
 def test_an_mcp_config_that_is_a_fifo_is_an_error_naming_it_not_a_wait(tmp_path: Path):
     """A repository can ship ``.vscode/mcp.json`` as a FIFO: opening it would wait for a writer forever."""
     folder = tmp_path.resolve() / "proj"

@@ -99,7 +99,18 @@ def assert_same(plain, whole) -> None:
             assert getattr(mine.resolved, name) == getattr(theirs.resolved, name), name
 
 
-def test_the_plain_route_plans_what_the_whole_route_plans(tree):
+@pytest.fixture(params=["openat2", "proc"])
+def kernel_way(request, monkeypatch):
+    """Both ways ``paths.plain_stat`` asks the kernel: ``openat2`` and, as where a seccomp filter or an
+    older kernel refuses it, the ``/proc`` name and a compare."""
+    if request.param == "proc":
+        monkeypatch.setattr(paths, "_OPENER", [None])
+    elif openat2.opener() is None:
+        pytest.skip("openat2 is not usable here (kernel older than 5.6 or a seccomp filter)")
+    return request.param
+
+
+def test_the_plain_route_plans_what_the_whole_route_plans(tree, kernel_way):
     grants = SessionGrants()
     tools = FileTools([str(tree)], grants=grants)
     answered = fell_back = 0
@@ -126,7 +137,7 @@ def test_the_plain_route_plans_what_the_whole_route_plans(tree):
     "link.ts", "linkdir/app.ts", "vaultlink/notes.txt", "out", "dangling", "hard.ts", "src/app.ts", "pipe",
     "./README.md", "README.md/", "src//app.ts", "src/./app.ts", "100%25.txt", "missing.txt", "", ".",
 ])
-def test_what_the_plain_route_leaves_to_the_whole_route(tree, given):
+def test_what_the_plain_route_leaves_to_the_whole_route(tree, given, kernel_way):
     """A link on the way, several links to the inode, a special file, a spelling to normalise, a
     ``%``, nothing there: the plain route does not answer (``src/app.ts`` has a hard link too)."""
     tools = FileTools([str(tree)])
@@ -145,7 +156,7 @@ def test_other_arguments_and_projects_take_the_whole_route(tree):
         assert plan.verdict == "deny" and plan.code in ("unknown_project", "invalid_arguments", "invalid_path")
 
 
-def test_resolve_plain_is_resolve_where_it_answers(tree):
+def test_resolve_plain_is_resolve_where_it_answers(tree, kernel_way):
     for given in spellings(tree):
         plain = resolve_plain(str(tree), given)
         if plain is not None:

@@ -21,7 +21,7 @@ import pytest
 from lsp_bridge.approvals.service import SessionGrants
 from lsp_bridge.core import openat2, paths
 from lsp_bridge.core.resolver import resolve, resolve_plain
-from lsp_bridge.mcp.file_tools import Caller, FileTools
+from lsp_bridge.mcp.file_tools import Caller, FileTools, ToolError
 from tests.conftest import make_repo
 
 TOOLS = ("read_file", "get_file_info", "list_directory")
@@ -183,3 +183,38 @@ def test_openat2_opens_exactly_the_paths_that_are_their_own_canonical_name(tree)
     with pytest.raises(OSError) as caught:
         opener(str(tree / "link.ts"))
     assert caught.value.errno == 40  # ELOOP: a link on the way is refused, not followed
+
+
+def test_a_kept_decision_never_outlives_a_hard_link_to_a_denied_file(tree):
+    """The plain route keeps each path's decision while the policy lives. An agent that reads a plain
+    file (allowed, kept), then replaces it with a hard link to a denied file, is refused the second
+    read: the link count is read again on every call, and two links take the whole route."""
+    tools = FileTools([str(tree)])
+    args = {"project_id": "shop", "relative_path": "src/deep/a/b/c.ts"}
+    assert tools.plan("read_file", args).verdict == "allow"
+    target = tree / "src/deep/a/b/c.ts"
+    target.unlink()
+    os.link(tree / "secrets" / "key.pem", target)
+    plan = tools.plan("read_file", args)
+    assert (plan.verdict, plan.code) == ("deny", "policy_denied")
+    with pytest.raises(ToolError) as refused:
+        tools.conclude(plan)
+    assert refused.value.code == "policy_denied"
+
+
+def test_a_directory_swapped_for_a_link_after_a_plain_plan_is_not_followed(tree):
+    """Planned by the plain route, then the parent directory becomes a link into the denied
+    directory before the read: the read opens each component without following links and
+    returns nothing of the denied file."""
+    (tree / "secrets" / "app.ts").write_text("SECRET\n")
+    (tree / "hard.ts").unlink()  # src/app.ts back to one link: the plain route answers
+    tools = FileTools([str(tree)])
+    args = {"project_id": "shop", "relative_path": "src/app.ts"}
+    plan = tools.plan("read_file", args)
+    assert plan.verdict == "allow" and tools._plain_read("read_file", dict(args), CALLER, "c") is not None
+    os.rename(tree / "src", tree / "src.old")
+    os.symlink("secrets", tree / "src")
+    with pytest.raises(ToolError) as refused:
+        tools.conclude(plan)
+    assert refused.value.code == "symlink_not_permitted" and "SECRET" not in refused.value.message
+    assert tools.plan("read_file", args).verdict == "deny"  # asked again: the link leads into a denied directory

@@ -20,21 +20,13 @@ from collections.abc import Callable
 _SYS_OPENAT2 = 437
 _RESOLVE_NO_SYMLINKS = 0x04  # also refuses "magic" links such as /proc/self/root
 _AT_FDCWD = -100
-_UNSET = object()
-_loaded: object = _UNSET
 
 
 def opener() -> Callable[[str], int] | None:
     """A function that opens an absolute path ``O_PATH | O_CLOEXEC`` with no symbolic link followed
     anywhere on it and returns the descriptor (``OSError``: ``ELOOP`` when a link is met, or the
-    usual errors); None when ``openat2`` is not usable here. Loaded once per process."""
-    global _loaded
-    if _loaded is _UNSET:
-        _loaded = _load()
-    return _loaded  # type: ignore[return-value]
-
-
-def _load() -> Callable[[str], int] | None:
+    usual errors); None when ``openat2`` is not usable here. Built at each call (it loads ``ctypes``
+    and probes the kernel): the caller keeps it, as ``paths.plain_stat`` does."""
     o_path = getattr(os, "O_PATH", 0)
     if not o_path or not os.path.isdir("/proc/self/fd"):
         return None

@@ -70,7 +70,7 @@ def realpath_stat(path: str) -> tuple[str, os.stat_result | None]:
     return realpath(path), None
 
 
-_OPENER: list[Callable[[str], int] | None] = []  # openat2.opener(), once asked
+_OPENER: list[Callable[[str], int] | None] = []  # the process's openat2.opener(), built at the first plain_stat
 
 
 def plain_stat(path: str) -> os.stat_result | None:

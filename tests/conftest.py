@@ -61,7 +61,7 @@ def tmp_keeps_scans() -> bool:
     only there are scans and ref keys kept between runs (``inventory/scan_store.py``)."""
     import tempfile
 
+    from lsp_bridge.core.change_key import LOCAL_TYPES
     from lsp_bridge.core.filesystems import filesystem_type
-    from lsp_bridge.inventory.scan_store import LOCAL_TYPES
 
     return filesystem_type(os.stat(tempfile.gettempdir()).st_dev) in LOCAL_TYPES

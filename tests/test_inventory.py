@@ -374,9 +374,9 @@ def test_an_unchanged_repository_needs_no_git_process_the_second_time(tmp_path, 
     stand without git; a ref moved by git or edited by hand falls back to asking git."""
     import time
 
-    from lsp_bridge.inventory import scan_store
+    from lsp_bridge.core import change_key
 
-    settle = scan_store.MARGIN_NS / 1e9 + 0.05
+    settle = change_key.MARGIN_NS / 1e9 + 0.05
     repo = new_repo(tmp_path / "svc", commits=3)
     parent = subprocess.run(["git", "rev-parse", "HEAD~1"], cwd=repo, capture_output=True, text=True,
                             check=True).stdout.strip()
@@ -403,14 +403,15 @@ def test_refs_reached_through_a_link_are_always_asked_of_git(tmp_path):
     directory shows, so the kept answers never stand on its keys."""
     import time
 
-    from lsp_bridge.inventory import history, scan_store
+    from lsp_bridge.core import change_key
+    from lsp_bridge.inventory import history
 
     repo = new_repo(tmp_path / "svc", commits=2)
     heads = repo / ".git" / "refs" / "heads"
     elsewhere = tmp_path / "heads-elsewhere"
     os.rename(heads, elsewhere)
     os.symlink(elsewhere, heads)
-    time.sleep(scan_store.MARGIN_NS / 1e9 + 0.05)
+    time.sleep(change_key.MARGIN_NS / 1e9 + 0.05)
     assert history.refs_stat(str(repo / ".git")) is None
     assert inventory([], [str(repo)]).git[0].commits == 2
     subprocess.run(["git", "commit", "-q", "--allow-empty", "-m", "more"], cwd=repo, check=True)

@@ -18,11 +18,12 @@ from pathlib import Path
 import pytest
 
 from lsp_bridge.cli.demo_repo import build_monorepo
+from lsp_bridge.core import change_key
 from lsp_bridge.inventory import scan_store
 from lsp_bridge.inventory.scan import InventoryCache
 from tests.conftest import tmp_keeps_scans
 
-SETTLE = scan_store.MARGIN_NS / 1e9 + 0.05  # past the racy window: what was written before is kept
+SETTLE = change_key.MARGIN_NS / 1e9 + 0.05  # past the racy window: what was written before is kept
 
 # Nothing is kept on a file system whose timestamps another machine sets (NFS, FUSE, 9p): a
 # machine whose temporary directory is one cannot show a kept scan.
@@ -234,12 +235,12 @@ def test_plain_names(names, plain):
 def test_a_key_is_kept_only_once_the_racy_window_has_passed(tmp_path):
     info = os.lstat(tmp_path)
     changed = info.st_ctime_ns
-    assert scan_store.stable_key(info, changed) is None  # read in the tick it changed
-    assert scan_store.stable_key(info, changed + scan_store.MARGIN_NS // 2) is None
-    kept = scan_store.stable_key(info, changed + scan_store.COARSE_MARGIN_NS + 1)
+    assert change_key.stable_key(info, changed) is None  # read in the tick it changed
+    assert change_key.stable_key(info, changed + change_key.MARGIN_NS // 2) is None
+    kept = change_key.stable_key(info, changed + change_key.COARSE_MARGIN_NS + 1)
     assert kept == (info.st_dev, info.st_ino, info.st_mtime_ns, changed)
     (tmp_path / "new").write_text("x\n")  # an entry added: the directory's key changes
-    assert scan_store.key_of(str(tmp_path), time.time_ns() + scan_store.COARSE_MARGIN_NS + 1) != kept
+    assert change_key.key_of(str(tmp_path), time.time_ns() + change_key.COARSE_MARGIN_NS + 1) != kept
 
 
 @KEEPS

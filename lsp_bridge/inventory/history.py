@@ -20,11 +20,11 @@ import time
 from collections.abc import Callable
 
 from lsp_bridge.core.atomic import write_cache
+from lsp_bridge.core.change_key import stable_key
 from lsp_bridge.core.git import git_env
 from lsp_bridge.core.paths import read_regular
 from lsp_bridge.core.record import TypeVar, lazy_pattern
 from lsp_bridge.inventory.model import Renamed
-from lsp_bridge.inventory.scan_store import stable_key
 from lsp_bridge.inventory.secrets import is_credential_name
 
 GIT_TIMEOUT = 30.0
@@ -157,7 +157,7 @@ class _History:
 # Even that git process is spared while the files that hold the refs are unchanged
 # (``refs_stat``): git writes a ref, HEAD, ``packed-refs`` and ``shallow`` to a lock file and
 # renames it over the old one (a new inode, the directory changed), and a hand edit in place
-# changes the file's mtime and ctime; each is kept with its ``scan_store.stable_key``.
+# changes the file's mtime and ctime; each is kept with its ``change_key.stable_key``.
 
 _STORE_FORMAT = 1
 _STORE_LIMIT = 64  # repositories remembered; the oldest entry goes first
@@ -199,7 +199,7 @@ def refs_stat(common: str) -> list | None:
     (``[name]`` when absent), every directory and file below ``refs/`` and ``reftable/``, the
     ``worktrees/`` directory and each linked worktree's ``HEAD``; then the rules (``_rules``).
     None when one of them changed too recently, or lives on a file system, for its key to tell
-    a later change (``scan_store.stable_key``), or is a symbolic link (what it points at could
+    a later change (``change_key.stable_key``), or is a symbolic link (what it points at could
     change unseen): then only git can say whether a ref moved."""
     now = time.time_ns()
     found: list = []

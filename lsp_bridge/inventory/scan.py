@@ -22,6 +22,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
 
+from lsp_bridge.core.change_key import key_of, stable_key, unchanged
 from lsp_bridge.core.paths import is_within
 from lsp_bridge.core.record import dataclass, field, lazy_pattern, replace
 from lsp_bridge.inventory.ci import read_identities
@@ -33,7 +34,7 @@ from lsp_bridge.inventory.history import (
     git_key,
 )
 from lsp_bridge.inventory.model import CiIdentity, CiRoles, CredentialFile, GitDir, InventoryReport, Store
-from lsp_bridge.inventory.scan_store import ScanStore, key_of, plain_names, stable_key, unchanged
+from lsp_bridge.inventory.scan_store import ScanStore, plain_names
 from lsp_bridge.inventory.secrets import (
     CREDENTIAL_NAME_PATTERN,
     CREDENTIAL_NAME_STARTS,
@@ -324,7 +325,7 @@ class InventoryCache:
 
     def _scan_dir(self, path: str, old: _Dir | None, key: tuple | None) -> _Dir:
         """List one directory: its file count, interesting files and subdirectories. ``key``:
-        its ``scan_store.stable_key`` read before the listing (None: never kept)."""
+        its ``change_key.stable_key`` read before the listing (None: never kept)."""
         entry = _Dir()
         entry.kept = key
         self.dirs_scanned += 1
@@ -733,7 +734,7 @@ _UNSTABLE = (-2, -2, -2, -2)  # changed too recently to tell a later change: nev
 
 def _stat_key(path: str) -> tuple[int, int, int, int] | None:
     """(mtime, size, ctime, inode) of the file at ``path``; ``_GONE`` when it cannot be read;
-    None when it changed too recently for a later change to show (``scan_store.stable_key``)."""
+    None when it changed too recently for a later change to show (``change_key.stable_key``)."""
     now = time.time_ns()
     try:
         info = os.lstat(path)

@@ -247,6 +247,7 @@ class FileTools:
         self.projects = self._projects()
         self._project_roots = {p.id: p.root for p in self.projects}
         self._lock = threading.RLock()  # decisions, grants and reloads; the I/O runs outside it
+        self.listings = safe_io.KeptListings()  # names and kinds of unchanged directories (list_directory)
         self._config_mark = self._config_signature()
         self._config_checked = time.monotonic()
 
@@ -931,7 +932,7 @@ def run_list_directory(tools: FileTools, plan: Plan) -> dict:
     """
     resolved = _resolved(plan.accesses[0].resolved)
     _refuse_outside(resolved, "list_directory")
-    listing = safe_io.list_columns(*_io(resolved), file_stats=tools.listing_needs_stats)
+    listing = safe_io.list_columns(*_io(resolved), file_stats=tools.listing_needs_stats, kept=tools.listings)
     verdicts = tools.peek_listing(resolved, listing)
     names, kinds = listing.names, listing.kinds
     most = tools.limits.list_entries

@@ -29,11 +29,14 @@ import operator
 import os
 import secrets
 import stat
+import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from itertools import repeat
 from typing import NamedTuple
 
+from lsp_bridge.core.change_key import Key, stable_key, unchanged
 from lsp_bridge.core.filesystems import filesystem_type
 
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
@@ -173,7 +176,8 @@ def list_directory(root: str, relative: str, *,
 
 
 def list_columns(root: str, relative: str, *,
-                 file_stats: bool | Callable[[int], bool | frozenset[int]] = True) -> Listing:
+                 file_stats: bool | Callable[[int], bool | frozenset[int]] = True,
+                 kept: KeptListings | None = None) -> Listing:
     """The entries of a directory, sorted by name, links reported as links, by column.
 
     ``file_stats`` says which regular files get their inode and link count read (one
@@ -182,25 +186,35 @@ def list_columns(root: str, relative: str, *,
     set (only where that number is the file's own: ``readdir_inodes_exact``; elsewhere
     every file is read). Given a function, it is asked once with the directory's
     ``st_dev``. A file not read has ``(None, 1)``.
+
+    ``kept``: where a listing that reads no file (``file_stats`` False) is taken from
+    while its directory is unchanged, and where each new listing is kept.
     """
+    read_at = time.time_ns()  # before the directory's stat: ``change_key.stable_key``'s "read at"
     with open_directory(root, _parts(relative)) as dfd:
+        info = os.fstat(dfd)
         wanted: bool | frozenset[int] = True
         if callable(file_stats):
-            device = os.fstat(dfd).st_dev
-            wanted = file_stats(device)
-            if not isinstance(wanted, bool) and not readdir_inodes_exact(device):
+            wanted = file_stats(info.st_dev)
+            if not isinstance(wanted, bool) and not readdir_inodes_exact(info.st_dev):
                 wanted = True
         else:
             wanted = file_stats
+        if wanted is False and kept is not None:
+            known = kept.get(info)
+            if known is not None:
+                return known
         with os.scandir(dfd) as it:
             items = sorted(it, key=_ITEM_NAME)  # names are unique: by name
         try:
             kinds = [_FILE if item.is_file(follow_symlinks=False) else _kind(item) for item in items]
         except OSError:  # an entry gone or unreadable while its type was asked (no type in the entry): left out
-            known = [_kind_or_none(item) for item in items]
-            items = [item for item, kind in zip(items, known, strict=True) if kind is not None]
-            kinds = [kind for kind in known if kind is not None]
+            known_kinds = [_kind_or_none(item) for item in items]
+            items = [item for item, kind in zip(items, known_kinds, strict=True) if kind is not None]
+            kinds = [kind for kind in known_kinds if kind is not None]
         names = list(map(_ITEM_NAME, items))
+        if kept is not None:
+            kept.keep(info, read_at, names, kinds)
         stats: list[tuple[tuple[int, int] | None, int]] | None = None
         if wanted is True or (wanted and not wanted.isdisjoint(map(_ITEM_INODE, items))):
             screen = None if isinstance(wanted, bool) else wanted
@@ -216,10 +230,50 @@ def list_columns(root: str, relative: str, *,
                         continue
                     stats[index] = ((info.st_dev, info.st_ino), info.st_nlink)
                     several = several or info.st_nlink > 1
-            for index in reversed(unread):
-                del names[index], kinds[index], stats[index]
+            if unread:
+                names, kinds = list(names), list(kinds)  # the kept columns stay as listed
+                for index in reversed(unread):
+                    del names[index], kinds[index], stats[index]
             stats = stats if several or screen is None else None
     return Listing(names, kinds, stats)
+
+
+class KeptListings:
+    """Directories' names and kinds, each kept while its directory's change key is the same.
+
+    A listing's names and kinds change only when the directory's entries do, and
+    that changes its key (``core.change_key``): one ``fstat`` of the opened
+    directory then stands for the ``getdents``, the sort and a type per entry. The
+    key is the directory's own (device and inode, as opened without following a
+    link), read before the listing; a directory changed too recently for a later
+    change to show, or on a file system whose clock is elsewhere, is never kept.
+    What each entry's verdict is stays the policy's, asked at every listing; a
+    listing that reads files' link counts reads them every time. At most ``most``
+    directories (the first kept forgotten first); any thread may list.
+    """
+
+    def __init__(self, most: int = 64) -> None:
+        self.most = most
+        self._kept: dict[tuple[int, int], tuple[Key, list[str], list[str]]] = {}
+        self._lock = threading.Lock()
+
+    def get(self, info: os.stat_result) -> Listing | None:
+        """The kept listing of the directory ``info`` is (an ``fstat`` of its descriptor), if unchanged."""
+        found = self._kept.get((info.st_dev, info.st_ino))
+        if found is None or not unchanged(found[0], info):
+            return None
+        return Listing(list(found[1]), list(found[2]), None)  # the caller's own lists
+
+    def keep(self, info: os.stat_result, read_at_ns: int, names: list[str], kinds: list[str]) -> None:
+        """Keep ``names`` and ``kinds``, listed after ``info`` was read at ``read_at_ns``."""
+        key = stable_key(info, read_at_ns)
+        with self._lock:
+            self._kept.pop((info.st_dev, info.st_ino), None)
+            if key is None or self.most < 1:
+                return
+            if len(self._kept) >= self.most:
+                del self._kept[next(iter(self._kept))]
+            self._kept[(info.st_dev, info.st_ino)] = (key, list(names), list(kinds))
 
 
 _FILE = "file"

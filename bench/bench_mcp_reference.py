@@ -21,7 +21,8 @@ fixture), then prints in one run, each beside its baseline:
 * the floor twice: on the SDK's stock ``stdio_server`` (a worker thread per line in and
   per write out), and on the event-loop stdio ``rootguard mcp`` serves with
   (``lsp_bridge.mcp.stdio``), so Root Guard's own cost per call is read on equal transports;
-* in process: one ``list_directory`` (plan + listing + decisions) and the
+* in process: one ``list_directory`` (plan + listing + decisions; the directory unchanged,
+  and touched before each call so it is read again) and the
   policy check of one ``read_file`` beside ``open().read()`` of a 32 KB file
   (target: check <= 1x the read).
 
@@ -230,6 +231,9 @@ def main() -> int:
         scan_us = per_call(lambda _: sorted(os.listdir(root / listed)), [None], args.seconds)
         print(f"{'sorted(os.listdir()) (baseline)':<44} | {scan_us:>10.1f} | {'1.00x':>11}")
         print(f"{'list_directory (plan + list + decide)':<44} | {list_us:>10.1f} | {list_us / scan_us:>10.2f}x")
+        changed_us = per_call(calls["listing_changed"], [None], args.seconds)
+        print(f"{'  the directory changed since (read again)':<44} | {changed_us:>10.1f} | "
+              f"{changed_us / scan_us:>10.2f}x")
         if big is not None:
             io_us = per_call(calls["read"], [None], args.seconds)
             check_us = per_call(calls["check"], [None], args.seconds)

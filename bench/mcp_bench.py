@@ -127,7 +127,10 @@ def in_process_calls(root: Path, listed: str, audit: Path, *, big: Path | None =
                      ) -> dict[str, Callable[[object], None]]:
     """The MCP server's work without its transport, each call as ``per_call`` takes it.
 
-    ``listing``: ``list_directory`` of ``listed`` (plan, listing, decisions, audit line). With
+    ``listing``: ``list_directory`` of ``listed`` (plan, listing, decisions, audit line), the
+    directory unchanged since the last call (its names and kinds kept: ``safe_io.KeptListings``);
+    ``listing_changed``: the same with the directory's times touched first, so it is read again
+    (a directory changed between two listings; the touch, one ``utime``, is counted). With
     ``big`` (a text file of ``root``, written here with ~32 KB): ``read`` (``open().read()``, the
     baseline), ``check`` (``read_file``'s plan: resolver and engine) and ``whole`` (the check, the
     audit line and the read). ``lsp_bridge`` comes from ``sys.path`` as it is: another checkout's
@@ -142,6 +145,8 @@ def in_process_calls(root: Path, listed: str, audit: Path, *, big: Path | None =
     list_args = {"project_id": project, "relative_path": listed}
     calls: dict[str, Callable[[object], None]] = {
         "listing": lambda _: tools.conclude(tools.plan("list_directory", list_args, caller)),
+        "listing_changed": lambda _: (os.utime(root / listed),
+                                      tools.conclude(tools.plan("list_directory", list_args, caller))),
     }
     if big is not None:
         big.write_text("export const value = 'x';\n" * 1300)

@@ -175,6 +175,37 @@ async def agent(ws, home: Path):
     assert SECRET not in (log.read_text() if log.exists() else "")
 
 
+async def test_a_listings_text_is_the_whole_listing_whatever_the_names(ws, isolated_user):
+    """The names are in the text only: each line parses back to one entry, the tag its kind,
+    for names with spaces, brackets, a '%', unicode, a trailing '(needs approval)' or a tag
+    of their own; a name with a line break (which could fake a line) is hidden, never shown."""
+    odd = ws["repo"] / "odd"
+    odd.mkdir()
+    names = ["a b.txt", "[FILE] fake", "100%.txt", "café.md", "x (needs approval)", "(1 entries hidden by policy)"]
+    for name in names:
+        (odd / name).write_text("x\n")
+    (odd / "sub [dir]").mkdir()
+    os.symlink("a b.txt", odd / "link to a")
+    os.mkfifo(odd / "fifo")
+    (odd / "two\nlines").write_text("x\n")
+    async with agent(ws, isolated_user) as calls:
+        listed = await calls("list_directory", project_id=P, relative_path="odd")
+    tags = {"[DIR] ": "directories", "[FILE] ": "files", "[LINK] ": "links", "[OTHER] ": "other"}
+    parsed: dict[str, list[str]] = {kind: [] for kind in tags.values()}
+    trailer = []
+    for line in text(listed).split("\n"):
+        tag = next((t for t in tags if line.startswith(t)), None)
+        if tag is None:
+            trailer.append(line)
+        else:
+            parsed[tags[tag]].append(line[len(tag):])
+    assert parsed == {"directories": ["sub [dir]"], "files": sorted(names), "links": ["link to a"], "other": ["fifo"]}
+    assert trailer == ["(1 entries hidden by policy)"]
+    listing = listed.structured_content
+    assert listing["counts"] == {kind: len(found) for kind, found in parsed.items()}
+    assert (listing["hidden"], listing["needs_approval"], listing["truncated"]) == (1, [], False)
+
+
 async def test_tool_schemas_show_the_boundary(ws, isolated_user):
     """An enum of project ids, a pattern refusing absolute paths and '..'."""
     async with agent(ws, isolated_user) as calls:
@@ -229,13 +260,14 @@ async def test_rules_hide_denied_files_from_reads_listings_and_search(ws, isolat
         dotenv = await calls("read_file", project_id=P, relative_path=".env")
         assert code(dotenv) == "policy_denied" and SECRET not in text(dotenv)
         assert code(await calls("read_file", project_id=P, relative_path="vault/notes.txt")) == "no_approver"
-        listing = (await calls("list_directory", project_id=P)).structured_content
-        shown = listing["files"] + listing["directories"] + listing["links"] + listing["other"]
-        assert ".env" not in shown and listing["hidden"] >= 1
-        assert "vault" in listing["needs_approval"] and "src" in listing["directories"]
-        lines = text(await calls("list_directory", project_id=P)).splitlines()
+        listed = await calls("list_directory", project_id=P)
+        listing, lines = listed.structured_content, text(listed).splitlines()
         assert "[DIR] vault (needs approval)" in lines and "[DIR] src" in lines
-        assert not any(".env" in line for line in lines)
+        assert not any(".env" in line for line in lines) and listing["hidden"] >= 1
+        assert listing["needs_approval"] == ["vault"] and ".env" not in json.dumps(listing)
+        entries = [line for line in lines if line.startswith("[")]
+        assert sum(listing["counts"].values()) == len(entries)
+        assert listing["counts"]["directories"] == sum(line.startswith("[DIR] ") for line in entries)
         found = (await calls("search_files", project_id=P, query="export")).structured_content
         assert sorted(m["relative_path"] for m in found["matches"]) == ["src/config.ts", "src/util.ts"]
         leaked = (await calls("search_files", project_id=P, query=SECRET)).structured_content

@@ -195,7 +195,9 @@ def test_rootguard_mcp_keeps_its_wire_clean_for_a_whole_session(tmp_path):
     wire.send(line(call(1, "read_file", project_id="repo", relative_path="src/a.txt")))
     assert text_of(wire.answer(1)) == "alpha\n"
     wire.send(line(call(2, "list_directory", project_id="repo", relative_path="src")))
-    assert wire.answer(2)["result"]["structuredContent"]["files"] == ["a.txt"]
+    listing = wire.answer(2)
+    assert text_of(listing) == "[FILE] a.txt"
+    assert listing["result"]["structuredContent"]["counts"] == {"directories": 0, "files": 1, "links": 0, "other": 0}
     out, err = wire.close()
     for raw in out.splitlines():
         json.loads(raw)

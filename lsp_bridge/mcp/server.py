@@ -541,6 +541,18 @@ def _listing_text(result: dict) -> str:
     return "\n".join(blocks) if blocks else "(empty directory)"
 
 
+def _listing_structure(result: dict) -> dict:
+    """A listing's structured content: its entries counted by kind (``counts``); the names are the
+    text's, one per line (a name never holds a line break: the resolver refuses control characters,
+    so such an entry is hidden). Names in both would double the reply and its parsing."""
+    structured = {key: value for key, value in result.items() if key not in _COUNTED}
+    structured["counts"] = {key: len(result[key]) for key in _COUNTED}
+    return structured
+
+
+_COUNTED = ("directories", "files", "links", "other")
+
+
 def _ok(result: dict) -> dict[str, Any]:
     """A ``CallToolResult`` in its wire form: the SDK validates it once on the way out, and a
     listing's thousand entries are not first built into models and dumped again."""
@@ -549,6 +561,7 @@ def _ok(result: dict) -> dict[str, Any]:
         shown = text if text is not None else f"binary file, {result.get('size')} bytes: not returned as text"
     elif "directories" in result:  # list_directory: one line per entry, as a person reads a listing
         shown = _listing_text(result)
+        result = _listing_structure(result)
     else:
         shown = json.dumps(result, indent=2, ensure_ascii=False)
     return {"content": [{"type": "text", "text": shown}], "structuredContent": result, "isError": False,

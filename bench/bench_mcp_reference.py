@@ -15,6 +15,9 @@ fixture), then prints in one run, each beside its baseline:
   and against the same SDK listing the directory with no policy (``[DIR]``/``[FILE]``
   lines from ``os.scandir``: the SDK's floor for a listing); beside each, the client's
   CPU per listing call (the SDK's client parsing and validating that server's reply);
+* ``list_directory`` again with the directory's times touched before each call (the touch
+  inside the timing, for every server): a server that keeps an unchanged directory's
+  listing (``rootguard mcp`` does) reads it every time then;
 * ``read_file`` on ~2 KB files: calls/s against the reference's
   ``read_text_file`` and against the same SDK's no-op tool (target: within 1.1x
   of the no-op tool);
@@ -101,9 +104,10 @@ class Server:
         self.label, self.params, self.list_call, self.read_call = label, params, list_call, read_call
 
 
-async def rates(servers: list[Server], calls: int, rounds: int) -> dict[str, tuple[float, float, int, float]]:
+async def rates(servers: list[Server], calls: int, rounds: int, listed: Path
+                ) -> dict[str, tuple[float, float, int, float, float]]:
     """label -> (list_directory calls/s, read calls/s, reply bytes of one listing, the client's CPU µs
-    per listing call).
+    per listing call, list_directory calls/s with ``listed`` touched before each call).
 
     Every server is connected at once and the slices alternate server by server,
     ``rounds`` times; each keeps its best slice. A burst of load from elsewhere then
@@ -124,20 +128,22 @@ async def rates(servers: list[Server], calls: int, rounds: int) -> dict[str, tup
                 sizes[server.label] = len(result.model_dump_json(by_alias=True, exclude_none=True))
             for name, arguments in ([server.list_call] if server.list_call else []) + server.read_call[:10]:
                 await client.call_tool(name, arguments)  # warm up
-        best = {server.label: [0.0, 0.0] for server in servers}
+        best = {server.label: [0.0, 0.0, 0.0] for server in servers}
         client_cpu: dict[str, list[float]] = {server.label: [] for server in servers}
+        touch = lambda: os.utime(listed)  # noqa: E731 - its times changed: a server that keeps listings lists again
         for round_ in range(rounds):
-            for which, count in ((0, max(calls // 10, 15)), (1, calls)):
+            for which, count in ((0, max(calls // 10, 15)), (1, calls), (2, max(calls // 10, 15))):
                 for server, client in zip(servers, clients, strict=True):
-                    sequence = ([server.list_call] if server.list_call else []) if which == 0 else server.read_call
+                    sequence = server.read_call if which == 1 else [server.list_call] if server.list_call else []
                     if sequence:
                         cpu = time.process_time()
-                        rate = await call_rate(client, sequence, count, round_ * count)
+                        rate = await call_rate(client, sequence, count, round_ * count,
+                                               before=touch if which == 2 else None)
                         if which == 0:
                             client_cpu[server.label].append((time.process_time() - cpu) / count * 1e6)
                         best[server.label][which] = max(best[server.label][which], rate)
-        return {label: (lr, rr, sizes[label], statistics.median(client_cpu[label] or [0.0]))
-                for label, (lr, rr) in best.items()}
+        return {label: (lr, rr, sizes[label], statistics.median(client_cpu[label] or [0.0]), cr)
+                for label, (lr, rr, cr) in best.items()}
 
 
 def main() -> int:
@@ -194,27 +200,29 @@ def main() -> int:
         for _ in range(5):
             for server in (ours, reference, floor, floor_ours):
                 connects[server.label].append(anyio.run(connect_time, server.params))
-        measured = anyio.run(rates, [ours, reference, floor, floor_ours], args.calls, args.rounds)
+        measured = anyio.run(rates, [ours, reference, floor, floor_ours], args.calls, args.rounds, root / listed)
 
         connect = {label: statistics.median(v) for label, v in connects.items()}
         ref_connect = connect[reference.label]
         print(f"{'whole process, over stdio':<36} | {'connect s':>9} | {'vs ref':>7} | {'list calls/s':>12} | "
               f"{'vs ref':>7} | {'vs SDK':>7} | {'list reply':>10} | {'client µs':>9} | {'read calls/s':>12} | "
-              f"{'vs ref':>7} | {'vs no-op':>8}")
-        print("-" * 154)
-        ref_list, ref_read, _, _ = measured[reference.label]
-        floor_list, floor_read, _, _ = measured[floor.label]
+              f"{'vs ref':>7} | {'vs no-op':>8} | {'changed dir/s':>13} | {'vs ref':>7}")
+        print("-" * 182)
+        ref_list, ref_read, _, _, ref_changed = measured[reference.label]
+        floor_list, floor_read, _, _, _ = measured[floor.label]
         for server in (ours, reference, floor, floor_ours):
-            lr, rr, size, client_us = measured[server.label]
+            lr, rr, size, client_us, cr = measured[server.label]
             c = connect[server.label]
             print(f"{server.label:<36} | {c:>9.3f} | {c / ref_connect:>6.2f}x | {lr:>12,.0f} | {lr / ref_list:>6.2f}x | "
                   f"{lr / floor_list:>6.2f}x | {size:>9,}B | {client_us:>9,.0f} | {rr:>12,.0f} | {rr / ref_read:>6.2f}x | "
-                  f"{rr / floor_read:>7.2f}x")
+                  f"{rr / floor_read:>7.2f}x | {cr:>13,.0f} | {cr / ref_changed:>6.2f}x")
         print("(client µs: this process's CPU per list_directory call, the SDK's client reading and validating "
-              "the reply; median over the slices)")
-        ours_list, ours_read, _, _ = measured[ours.label]
-        same_list, same_read, _, _ = measured[floor_ours.label]
+              "the reply; median over the slices. changed dir/s: list_directory calls/s with the directory's "
+              "times touched before each call, so a server that keeps an unchanged directory's listing reads it again)")
+        ours_list, ours_read, _, _, ours_changed = measured[ours.label]
+        same_list, same_read, _, _, _ = measured[floor_ours.label]
         print(f"\ntargets: list_directory >= 1x reference: {ours_list / ref_list:.2f}x "
+              f"(the directory changed before each call: {ours_changed / ref_changed:.2f}x) "
               f"(the same SDK listing with no policy: {floor_list / ref_list:.2f}x; on Root Guard's stdio: "
               f"{same_list / ref_list:.2f}x); "
               f"connect <= 1.5x reference: {connect[ours.label] / ref_connect:.2f}x "

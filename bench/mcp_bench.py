@@ -88,10 +88,14 @@ async def connect_time(params: StdioServerParameters) -> float:
         return time.perf_counter() - started
 
 
-async def call_rate(client: Client, sequence: list[tuple[str, dict]], calls: int, offset: int = 0) -> float:
-    """Calls per second of ``calls`` calls cycling through ``sequence`` (an error ends the bench)."""
+async def call_rate(client: Client, sequence: list[tuple[str, dict]], calls: int, offset: int = 0,
+                    before: Callable[[], object] | None = None) -> float:
+    """Calls per second of ``calls`` calls cycling through ``sequence`` (an error ends the bench);
+    ``before``, when given, runs before each call, inside the timing."""
     start = time.perf_counter()
     for i in range(calls):
+        if before is not None:
+            before()
         name, arguments = sequence[(offset + i) % len(sequence)]
         result = await client.call_tool(name, arguments)
         if result.is_error:

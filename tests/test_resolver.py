@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import os
 import socket
 import stat
@@ -434,6 +435,16 @@ def _kernel_stat(path: str):
         return None
 
 
+def _kernel_loops(path: str) -> bool:
+    try:
+        os.stat(path)
+    except OSError as error:
+        return error.errno == errno.ELOOP
+    except ValueError:
+        return False
+    return False
+
+
 def _relative_strategy(tree):
     """Generic paths, and paths that walk through the entries just created."""
     created = [parts for _, parts, _ in tree]
@@ -493,6 +504,11 @@ def test_property_resolve_never_escapes(tree, data, root_via_link, for_read):
         ):
             assert result is None
         if "\x00" in decoded:
+            return
+        if _kernel_loops(target):
+            # A loop: refused. Python's lenient resolve() can give a loop a name inside the
+            # root (a/sub -> sub/../.. reads as the root), so it is no oracle here.
+            assert result is None
             return
         try:
             fully = Path(root_arg, decoded).resolve()

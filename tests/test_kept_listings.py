@@ -201,6 +201,21 @@ def test_only_local_file_systems_and_a_bounded_number_of_directories_are_kept(re
     assert kept_listings.get(os.stat(directories[2])).names == ["f"]
 
 
+def test_kept_listings_hold_a_bounded_number_of_names(tmp_path):
+    """90 names in all: a listing of more than 22 is never kept; older ones make room."""
+    kept_listings = safe_io.KeptListings(most=64, entries=90)
+    sizes = {"big": 26, "d0": 20, "d1": 20, "d2": 20, "d3": 20, "d4": 20}
+    for name, count in sizes.items():
+        (tmp_path / name).mkdir()
+        for index in range(count):
+            (tmp_path / name / f"f{index}").write_text("")
+    time.sleep(SETTLE)
+    for name in sizes:
+        safe_io.list_columns(str(tmp_path / name), "", file_stats=False, kept=kept_listings)
+    assert [kept_listings.get(os.stat(tmp_path / name)) is not None for name in sizes] == [
+        False, False, True, True, True, True]  # d0 made room for d4: at most 90 names
+
+
 async def test_through_the_mcp_server_a_kept_listing_follows_every_change(repo):
     """The real server over stdio: a settled listing, then a denied file, a link out of the
     root and the directory's mtime set back: the next listing's text and counts show them."""

@@ -249,12 +249,16 @@ class KeptListings:
     change to show, or on a file system whose clock is elsewhere, is never kept.
     What each entry's verdict is stays the policy's, asked at every listing; a
     listing that reads files' link counts reads them every time. At most ``most``
-    directories (the first kept forgotten first); any thread may list.
+    directories and ``entries`` names in all (the first kept forgotten first; a
+    listing of more than a quarter of ``entries`` is not kept): 100,000 names are
+    ~10 MB. Any thread may list.
     """
 
-    def __init__(self, most: int = 64) -> None:
+    def __init__(self, most: int = 64, entries: int = 100_000) -> None:
         self.most = most
+        self.entries = entries
         self._kept: dict[tuple[int, int], tuple[Key, list[str], list[str]]] = {}
+        self._held = 0  # names kept, in all
         self._lock = threading.Lock()
 
     def get(self, info: os.stat_result) -> Listing | None:
@@ -268,12 +272,18 @@ class KeptListings:
         """Keep ``names`` and ``kinds``, listed after ``info`` was read at ``read_at_ns``."""
         key = stable_key(info, read_at_ns)
         with self._lock:
-            self._kept.pop((info.st_dev, info.st_ino), None)
-            if key is None or self.most < 1:
+            self._forget((info.st_dev, info.st_ino))
+            if key is None or self.most < 1 or len(names) * 4 > self.entries:
                 return
-            if len(self._kept) >= self.most:
-                del self._kept[next(iter(self._kept))]
+            while self._kept and (len(self._kept) >= self.most or self._held + len(names) > self.entries):
+                self._forget(next(iter(self._kept)))
             self._kept[(info.st_dev, info.st_ino)] = (key, list(names), list(kinds))
+            self._held += len(names)
+
+    def _forget(self, where: tuple[int, int]) -> None:
+        gone = self._kept.pop(where, None)
+        if gone is not None:
+            self._held -= len(gone[1])
 
 
 _FILE = "file"

@@ -183,7 +183,7 @@ def test_listings_racing_changes_never_show_an_entry_the_directory_never_had(rep
     assert listing(tools) == fresh(repo) and listing(tools) == fresh(repo)
 
 
-def test_only_local_file_systems_and_a_bounded_number_of_directories_are_kept(repo, tmp_path):
+def test_a_bounded_number_of_directories_is_kept_and_callers_get_their_own_lists(repo, tmp_path):
     kept_listings = safe_io.KeptListings(most=2)
     directories = []
     for index in range(3):

@@ -224,12 +224,12 @@ def list_columns(root: str, relative: str, *,
             for index, (item, kind) in enumerate(zip(items, kinds, strict=True)):
                 if kind is _FILE and (screen is None or item.inode() in screen):
                     try:
-                        info = item.stat(follow_symlinks=False)  # fstatat(dfd, name): the engine checks hard links
+                        found = item.stat(follow_symlinks=False)  # fstatat(dfd, name): the engine checks hard links
                     except OSError:
                         unread.append(index)  # gone or unreadable since: left out, never shown undecided
                         continue
-                    stats[index] = ((info.st_dev, info.st_ino), info.st_nlink)
-                    several = several or info.st_nlink > 1
+                    stats[index] = ((found.st_dev, found.st_ino), found.st_nlink)
+                    several = several or found.st_nlink > 1
             if unread:
                 names, kinds = list(names), list(kinds)  # the kept columns stay as listed
                 for index in reversed(unread):

@@ -545,12 +545,10 @@ def _listing_structure(result: dict) -> dict:
     """A listing's structured content: its entries counted by kind (``counts``); the names are the
     text's, one per line (a name never holds a line break: the resolver refuses control characters,
     so such an entry is hidden). Names in both would double the reply and its parsing."""
-    structured = {key: value for key, value in result.items() if key not in _COUNTED}
-    structured["counts"] = {key: len(result[key]) for key in _COUNTED}
+    kinds = [key for key, _tag in _TAGS]
+    structured = {key: value for key, value in result.items() if key not in kinds}
+    structured["counts"] = {key: len(result[key]) for key in kinds}
     return structured
-
-
-_COUNTED = ("directories", "files", "links", "other")
 
 
 def _ok(result: dict) -> dict[str, Any]:

@@ -7,9 +7,11 @@ directory (or uses ``--reference DIR`` where it is already installed), builds a
 directory of ``--entries`` files (or lists the directory ``--dir`` names, any
 fixture), then prints in one run, each beside its baseline:
 
-* connect (spawn → first answer, median of 5): Root Guard vs the reference
+* connect (spawn → first answer, ``tools/list``, median of 5): Root Guard vs the reference
   (target <= 1.5x) and vs the same Python SDK serving tools that do nothing
-  (``mcp_bench.FLOOR_SERVER``: what the SDK alone costs);
+  (``mcp_bench.FLOOR_SERVER``: what the SDK alone costs); beside it, spawn → the answer
+  to a first ``read_file`` asked right after (``rootguard mcp`` answers ``tools/list``
+  while the SDK loads; a tool call waits for it);
 * ``list_directory`` on the directory: calls/s and reply size against the
   reference's ``list_directory`` (target: calls/s >= 1x, reply size comparable),
   and against the same SDK listing the directory with no policy (``[DIR]``/``[FILE]``
@@ -195,28 +197,36 @@ def main() -> int:
         print(f"listing {root / listed} ({entries} entries); reading {len(files)} files; {os.cpu_count()} CPUs\n")
 
         connects: dict[str, list[float]] = {s.label: [] for s in (ours, reference, floor, floor_ours)}
+        firsts: dict[str, list[float]] = {s.label: [] for s in (ours, reference, floor, floor_ours)}
         for server in (ours, reference, floor, floor_ours):  # one unmeasured start each: caches written, files in memory
-            anyio.run(connect_time, server.params)
+            anyio.run(connect_time, server.params, server.read_call[0])
         for _ in range(5):
             for server in (ours, reference, floor, floor_ours):
-                connects[server.label].append(anyio.run(connect_time, server.params))
+                connected, answered = anyio.run(connect_time, server.params, server.read_call[0])
+                connects[server.label].append(connected)
+                firsts[server.label].append(answered)
         measured = anyio.run(rates, [ours, reference, floor, floor_ours], args.calls, args.rounds, root / listed)
 
         connect = {label: statistics.median(v) for label, v in connects.items()}
-        ref_connect = connect[reference.label]
-        print(f"{'whole process, over stdio':<36} | {'connect s':>9} | {'vs ref':>7} | {'list calls/s':>12} | "
+        first = {label: statistics.median(v) for label, v in firsts.items()}
+        ref_connect, ref_first = connect[reference.label], first[reference.label]
+        print(f"{'whole process, over stdio':<36} | {'connect s':>9} | {'vs ref':>7} | {'1st read s':>10} | "
+              f"{'vs ref':>7} | {'list calls/s':>12} | "
               f"{'vs ref':>7} | {'vs SDK':>7} | {'list reply':>10} | {'client µs':>9} | {'read calls/s':>12} | "
               f"{'vs ref':>7} | {'vs no-op':>8} | {'changed dir/s':>13} | {'vs ref':>7}")
-        print("-" * 182)
+        print("-" * 203)
         ref_list, ref_read, _, _, ref_changed = measured[reference.label]
         floor_list, floor_read, _, _, _ = measured[floor.label]
         for server in (ours, reference, floor, floor_ours):
             lr, rr, size, client_us, cr = measured[server.label]
             c = connect[server.label]
-            print(f"{server.label:<36} | {c:>9.3f} | {c / ref_connect:>6.2f}x | {lr:>12,.0f} | {lr / ref_list:>6.2f}x | "
+            f1 = first[server.label]
+            print(f"{server.label:<36} | {c:>9.3f} | {c / ref_connect:>6.2f}x | {f1:>10.3f} | {f1 / ref_first:>6.2f}x | "
+                  f"{lr:>12,.0f} | {lr / ref_list:>6.2f}x | "
                   f"{lr / floor_list:>6.2f}x | {size:>9,}B | {client_us:>9,.0f} | {rr:>12,.0f} | {rr / ref_read:>6.2f}x | "
                   f"{rr / floor_read:>7.2f}x | {cr:>13,.0f} | {cr / ref_changed:>6.2f}x")
-        print("(client µs: this process's CPU per list_directory call, the SDK's client reading and validating "
+        print("(1st read s: spawn → the answer to a read_file asked right after tools/list. "
+              "client µs: this process's CPU per list_directory call, the SDK's client reading and validating "
               "the reply; median over the slices. changed dir/s: list_directory calls/s with the directory's "
               "times touched before each call, so a server that keeps an unchanged directory's listing reads it again)")
         ours_list, ours_read, _, _, ours_changed = measured[ours.label]

@@ -8,7 +8,7 @@
 * ``server_env``: a bare environment whose audit log and tray socket are in a temporary
   directory (never the user's), without ``PYTHONDONTWRITEBYTECODE`` (a user's start-up
   has bytecode caches; ``compile_package`` writes ours);
-* ``connect_time``, ``call_rate``, ``per_call``: spawn → first answer, calls per second
+* ``connect_time``, ``call_rate``, ``per_call``: spawn → first answer (and first tool call), calls per second
   over one session, CPU time per call in process;
 * ``listing_fixture``, ``in_process_calls``: a directory to list and files to read, and the
   server's work on them without its transport (``bench_mcp_reference.py``, and
@@ -80,12 +80,18 @@ def compile_package() -> None:
                    stdout=subprocess.DEVNULL)
 
 
-async def connect_time(params: StdioServerParameters) -> float:
-    """Seconds from spawning the server to its first answer (``tools/list``)."""
+async def connect_time(params: StdioServerParameters, first_call: tuple[str, dict]) -> tuple[float, float]:
+    """Seconds from spawning the server to its first answer (``tools/list``), and to the answer of
+    ``first_call`` (a tool and its arguments) asked right after it."""
     started = time.perf_counter()
     async with Client(params) as client:
         await client.list_tools()
-        return time.perf_counter() - started
+        connected = time.perf_counter() - started
+        name, arguments = first_call
+        result = await client.call_tool(name, arguments)
+        if result.is_error:
+            raise SystemExit(f"{name} failed: {result.content[0].text}")
+        return connected, time.perf_counter() - started
 
 
 async def call_rate(client: Client, sequence: list[tuple[str, dict]], calls: int, offset: int = 0,

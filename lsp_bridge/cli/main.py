@@ -44,10 +44,10 @@ class ConfigError(Exception):
 DELEGATED = {
     "lsp": ("lsp_bridge.lsp.stdio", "the language server on stdio", None),
     "tray": ("tray.cli", "the tray app and approval broker", "tray"),
-    "mcp": ("lsp_bridge.mcp.server", "the guarded MCP file server on stdio", "mcp"),
+    "mcp": ("lsp_bridge.mcp.command", "the guarded MCP file server on stdio", "mcp"),
     "audit": ("lsp_bridge.mcp.audit", "the decision log", None),
 }
-EXTRA_MODULES = {"tray": ("PySide6", "shiboken6"), "mcp": ("mcp", "anyio", "pydantic", "httpx")}
+EXTRA_MODULES = {"tray": ("PySide6", "shiboken6"), "mcp": ("mcp", "mcp_types", "anyio", "pydantic", "httpx")}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

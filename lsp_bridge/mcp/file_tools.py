@@ -219,6 +219,20 @@ def assign_project_ids(roots: Sequence[str], taken: dict[str, str]) -> dict[str,
     return ids
 
 
+def find_projects(session: Session, roots: Sequence[str], taken: dict[str, str]) -> list[Project]:
+    """The projects of a session: its canonical ``roots``, then the linked worktrees inside the
+    union that are not roots (ids from ``assign_project_ids``, which updates ``taken``)."""
+    worktrees = []
+    scope = session.scope
+    for wt in scope.worktrees if scope else ():
+        path = os.path.realpath(wt.path)
+        if wt.mode != "ignore" and os.path.isdir(path) and scope is not None and scope.union.contains(path) \
+                and path not in roots:
+            worktrees.append(path)
+    ids = assign_project_ids([*roots, *dict.fromkeys(worktrees)], taken)
+    return [Project(i, r, "root" if r in roots else "worktree") for i, r in ids.items()]
+
+
 # ---------------------------------------------------------------------------
 
 
@@ -261,15 +275,7 @@ class FileTools:
         return policy
 
     def _projects(self) -> list[Project]:
-        worktrees = []
-        scope = self.session.scope
-        for wt in scope.worktrees if scope else ():
-            path = os.path.realpath(wt.path)
-            if wt.mode != "ignore" and os.path.isdir(path) and scope is not None and scope.union.contains(path) \
-                    and path not in self.roots:
-                worktrees.append(path)
-        ids = assign_project_ids([*self.roots, *dict.fromkeys(worktrees)], self._taken)
-        return [Project(i, r, "root" if r in self.roots else "worktree") for i, r in ids.items()]
+        return find_projects(self.session, self.roots, self._taken)
 
     @property
     def project_ids(self) -> list[str]:

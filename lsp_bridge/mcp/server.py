@@ -23,7 +23,6 @@ tool results. What it adds is the session around the calls:
 
 from __future__ import annotations
 
-import argparse
 import gc
 import json
 import logging
@@ -59,8 +58,11 @@ from lsp_bridge.approvals.service import (
 from lsp_bridge.core.paths import canonical, is_within, read_regular
 from lsp_bridge.core.record import dataclass
 from lsp_bridge.mcp.audit import AuditLog
+from lsp_bridge.mcp.command import NO_ROOTS
+from lsp_bridge.mcp.early import EarlyRead
 from lsp_bridge.mcp.file_tools import QUICK_TOOLS, Caller, FileTools, Limits, Plan, ToolError
 from lsp_bridge.mcp.stdio import serve_stdio
+from lsp_bridge.mcp.tool_list import INSTRUCTIONS, SERVER_NAME, tool_definitions
 
 if TYPE_CHECKING:  # imported lazily at run time
     import anyio.abc
@@ -69,22 +71,11 @@ if TYPE_CHECKING:  # imported lazily at run time
 
 log = logging.getLogger("rootguard.mcp")
 
-SERVER_NAME = "rootguard"
 CLIENT = "the MCP client"
 ROOTS_KEY = "rootguard/roots"
 APPROVAL_KEY = "rootguard/approval"
 MAX_PENDING = 256
 ROOTS_TIMEOUT = 10.0
-NO_ROOTS = (
-    "rootguard mcp: no roots. Start it with --root DIR (an absolute path; repeat for more), "
-    "or connect a client that offers MCP roots. The current directory is never used."
-)
-INSTRUCTIONS = (
-    "Files are addressed by a project_id (see list_projects) and a path relative to that project, "
-    "with '/' separators. Absolute paths and '..' are refused. Some paths need the user's approval; "
-    "errors carry a code (e.g. path_outside_project, approval_denied) you can act on."
-)
-REL_PATTERN = r"^(?![/\\])(?![A-Za-z]:)(?!(?:.*[/\\])?\.\.(?:[/\\]|$)).+$"
 APPROVAL_SCHEMA = {
     "type": "object",
     "properties": {
@@ -157,14 +148,23 @@ class GuardedServer:
         server.middleware.append(self._startup_guard)
         return server
 
-    async def serve(self) -> None:
-        """Serve stdin/stdout until the client goes away (or the start is refused)."""
+    def run(self, early: EarlyRead | None = None) -> int:
+        """Serve until the client goes away; the exit code (130 on Ctrl-C)."""
+        try:
+            anyio.run(self.serve, early)
+        except KeyboardInterrupt:
+            return 130
+        return self.exit_code
+
+    async def serve(self, early: EarlyRead | None = None) -> None:
+        """Serve stdin/stdout until the client goes away (or the start is refused); ``early``: what
+        was read, and answered, while the SDK was loading (``early.answer_until_ready``)."""
         await self._start_tray()
         # What start-up built (the SDK's models, the policy) lives as long as the process: kept out of
         # the collector's generations, so the per-call collections stay small (the heap is mostly that).
         gc.freeze()
         try:
-            async with serve_stdio() as (read, write), anyio.create_task_group() as group:
+            async with serve_stdio(early) as (read, write), anyio.create_task_group() as group:
                 self._task_group = group
                 options = self.server.create_initialization_options(NotificationOptions(tools_changed=True))
                 await self.server.run(read, write, options)
@@ -181,7 +181,7 @@ class GuardedServer:
     async def on_list_tools(self, ctx, params) -> types.ListToolsResult:
         if ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS:
             await self._refresh_roots(ctx)
-        return types.ListToolsResult(tools=tool_definitions(self.tools.project_ids))
+        return types.ListToolsResult.model_validate({"tools": tool_definitions(self.tools.project_ids)})
 
     async def on_roots_changed(self, ctx, params) -> None:
         """The client's roots changed: ask again before the next call is served."""
@@ -574,189 +574,9 @@ def _error(err: ToolError) -> types.CallToolResult:
     )
 
 
-# ---------------------------------------------------------------------------
-# Tool schemas: the boundary is visible in them (the resolver stays the real check)
-
-
-def tool_definitions(project_ids: Sequence[str]) -> list[types.Tool]:
-    project: dict[str, Any] = {"type": "string", "description": "A project id from list_projects."}
-    if project_ids:
-        project["enum"] = list(project_ids)
-    path = {
-        "type": "string",
-        "minLength": 1,
-        "pattern": REL_PATTERN,
-        "description": "Path relative to the project root, '/' separated; absolute paths and '..' are refused. "
-                       "Write a literal '%' in a name as '%25'.",
-    }
-    edits = {
-        "type": "array",
-        "minItems": 1,
-        "items": {
-            "type": "object",
-            "additionalProperties": False,
-            "required": ["old_text", "new_text"],
-            "properties": {
-                "old_text": {"type": "string", "minLength": 1, "description": "Exact text; must occur exactly once."},
-                "new_text": {"type": "string"},
-            },
-        },
-    }
-
-    def schema(props: dict, required: Sequence[str]) -> dict:
-        return {"type": "object", "additionalProperties": False, "required": list(required), "properties": props}
-
-    read_only = types.ToolAnnotations(read_only_hint=True)
-    writes = types.ToolAnnotations(read_only_hint=False, destructive_hint=False)
-    destroys = types.ToolAnnotations(read_only_hint=False, destructive_hint=True)
-    dir_path = dict(path, description="Directory relative to the project root ('.' for the root).")
-    return [
-        types.Tool(name="list_projects", description="The projects this server can reach, by id.",
-                   input_schema=schema({}, []), annotations=read_only),
-        types.Tool(name="read_file", description="Read a text file (size-limited; binary files are reported, not returned).",
-                   input_schema=schema({"project_id": project, "relative_path": path}, ["project_id", "relative_path"]),
-                   annotations=read_only),
-        types.Tool(name="list_directory", description="List a directory; entries the policy hides are counted, not shown.",
-                   input_schema=schema({"project_id": project, "relative_path": dir_path}, ["project_id"]),
-                   annotations=read_only),
-        types.Tool(
-            name="search_files",
-            description="Find files by name glob and optionally by text; results are filtered by the policy and bounded.",
-            input_schema=schema({
-                "project_id": project,
-                "relative_path": dir_path,
-                "pattern": {"type": "string", "description": "Glob on the file name (or on the path below the "
-                                                             "directory when it contains '/'). Default '*'."},
-                "query": {"type": "string", "description": "Text to find in file contents (plain substring)."},
-                "max_results": {"type": "integer", "minimum": 1, "maximum": 500, "default": 50},
-                "case_sensitive": {"type": "boolean", "default": False},
-            }, ["project_id"]),
-            annotations=read_only,
-        ),
-        types.Tool(name="get_file_info", description="Type, size, modification time and permissions of a path.",
-                   input_schema=schema({"project_id": project, "relative_path": path}, ["project_id", "relative_path"]),
-                   annotations=read_only),
-        types.Tool(name="write_file", description="Create or replace a text file (atomic; parent directories are created).",
-                   input_schema=schema({"project_id": project, "relative_path": path, "content": {"type": "string"}},
-                                       ["project_id", "relative_path", "content"]),
-                   annotations=writes),
-        types.Tool(name="edit_file", description="Exact-match replacements in one file; returns a unified diff.",
-                   input_schema=schema({"project_id": project, "relative_path": path, "edits": edits,
-                                        "dry_run": {"type": "boolean", "default": False}},
-                                       ["project_id", "relative_path", "edits"]),
-                   annotations=writes),
-        types.Tool(name="move_file", description="Move or rename a file within a project (never overwrites).",
-                   input_schema=schema({"project_id": project, "source": path, "destination": path},
-                                       ["project_id", "source", "destination"]),
-                   annotations=destroys),
-        types.Tool(name="delete_file", description="Delete one file.",
-                   input_schema=schema({"project_id": project, "relative_path": path}, ["project_id", "relative_path"]),
-                   annotations=destroys),
-        types.Tool(
-            name="apply_patch",
-            description="A batch of changes across files of one project, decided whole before the first write: "
-                        "one refused target leaves every file untouched.",
-            input_schema=schema({
-                "project_id": project,
-                "changes": {
-                    "type": "array",
-                    "minItems": 1,
-                    "maxItems": 100,
-                    "items": {
-                        "type": "object",
-                        "additionalProperties": False,
-                        "required": ["relative_path"],
-                        "properties": {
-                            "relative_path": path,
-                            "edits": edits,
-                            "content": {"type": "string"},
-                            "delete": {"type": "boolean", "const": True},
-                        },
-                    },
-                },
-            }, ["project_id", "changes"]),
-            annotations=destroys,
-        ),
-    ]
-
-
-# ---------------------------------------------------------------------------
-# Command line
-
-
-def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
-        prog="rootguard mcp",
-        description="The guarded MCP file server on stdio: project ids and relative paths, one policy engine.",
-    )
-    p.add_argument("--root", action="append", default=[], metavar="DIR",
-                   help="an absolute project root (repeat for more); MCP client roots can only narrow these")
-    p.add_argument("--mirror", action="store_true",
-                   help="also log what a plain roots-union check would have decided, and every disagreement")
-    p.add_argument("--max-read-bytes", type=int, default=Limits.read_bytes, metavar="N",
-                   help=f"largest file read_file returns (default {Limits.read_bytes})")
-    p.add_argument("--max-write-bytes", type=int, default=Limits.write_bytes, metavar="N",
-                   help=f"largest file write_file, edit_file and apply_patch write (default {Limits.write_bytes}, "
-                        "16 MiB); larger writes fail with file_too_large")
-    p.add_argument("--tray-socket", metavar="PATH", help="the tray's socket (default: $ROOTGUARD_TRAY_SOCKET, "
-                                                         "else the per-user socket)")
-    p.add_argument("--no-tray", action="store_true", help="never ask the tray for approvals")
-    return p
-
-
-def check_roots(given: Sequence[str]) -> tuple[list[str], list[str]]:
-    """Absolute existing directories; an error message for each other entry."""
-    roots, errors = [], []
-    for root in given:
-        if not os.path.isabs(root):
-            errors.append(f"--root {root!r} must be an absolute path (MCP clients start servers in "
-                          "unpredictable directories; the current directory is never used)")
-        elif not os.path.isdir(root):
-            errors.append(f"--root {root!r} is not an existing directory")
-        else:
-            roots.append(root)
-    return roots, errors
-
-
-def _configuration_errors(roots: Sequence[str]) -> list:
-    from lsp_bridge.core.session import open_session
-
-    return [d for d in open_session(roots).config_diagnostics() if d.severity == "error"]
-
-
-def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    roots, errors = check_roots(args.root)
-    if args.max_read_bytes < 1:
-        errors.append("--max-read-bytes must be at least 1")
-    if args.max_write_bytes < 1:
-        errors.append("--max-write-bytes must be at least 1")
-    for error in errors:
-        print(f"rootguard mcp: {error}", file=sys.stderr)
-    if errors:
-        return 2
-    if not roots and sys.stdin.isatty():
-        print(NO_ROOTS, file=sys.stderr)
-        return 2
-    broken = _configuration_errors(roots)
-    for diagnostic in broken:  # an invalid configuration never starts a server (it would deny all)
-        print(f"rootguard mcp: {diagnostic.format()}", file=sys.stderr)
-    if broken:
-        return 2
-    logging.basicConfig(level=logging.WARNING, stream=sys.stderr, format="rootguard mcp: %(message)s")
-    server = GuardedServer(
-        roots,
-        mirror=args.mirror,
-        limits=Limits(read_bytes=args.max_read_bytes, write_bytes=args.max_write_bytes),
-        tray_socket=args.tray_socket,
-        use_tray=not args.no_tray,
-    )
-    try:
-        anyio.run(server.serve)
-    except KeyboardInterrupt:
-        return 130
-    return server.exit_code
 
 
 if __name__ == "__main__":  # pragma: no cover
+    from lsp_bridge.mcp.command import main
+
     sys.exit(main())

@@ -13,11 +13,12 @@ import json
 import os
 import sys
 import threading
+import time
 from pathlib import Path
 
 import pytest
 
-from lsp_bridge.mcp.early import MAX_ANSWERS, MODERN_VERSIONS, EarlyAnswers, EarlyRead, answer_until_ready
+from lsp_bridge.mcp.early import MAX_ANSWERS, MAX_LINE, MODERN_VERSIONS, EarlyAnswers, EarlyRead, answer_until_ready
 from tests.test_mcp_stdio import ENV, Wire, call, line, text_of
 
 META = {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
@@ -129,6 +130,7 @@ class Loop:
         self.ready, self.signal = os.pipe()
         self.result = None
         self.replies = b""
+        self.writers: list[threading.Thread] = []
         self.thread = threading.Thread(target=self._run, args=(EarlyAnswers(list(project_ids)),))
         self.thread.start()
 
@@ -136,7 +138,16 @@ class Loop:
         self.result = answer_until_ready(self.to_server, self.from_server, self.ready, answers.answer)
 
     def send(self, *messages) -> None:
-        os.write(self.client_out, b"".join(m if isinstance(m, bytes) else line(m) for m in messages))
+        """Written from a thread: a loop that stops reading leaves the rest in the pipe (finish drains it)."""
+        data = b"".join(m if isinstance(m, bytes) else line(m) for m in messages)
+        writer = threading.Thread(target=self._write, args=(data,))
+        writer.start()
+        self.writers.append(writer)
+
+    def _write(self, data: bytes) -> None:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(self.client_out, view):]
 
     def reply(self) -> dict:
         while b"\n" not in self.replies:
@@ -152,11 +163,17 @@ class Loop:
         assert not self.thread.is_alive()
         os.set_blocking(self.to_server, False)
         left = b""
-        try:
-            while chunk := os.read(self.to_server, 1 << 16):
-                left += chunk
-        except BlockingIOError:
-            pass
+        while True:
+            done = not any(w.is_alive() for w in self.writers)
+            try:
+                while chunk := os.read(self.to_server, 1 << 16):
+                    left += chunk
+            except BlockingIOError:
+                pass
+            if done:
+                break
+            time.sleep(0.01)
+        self.read_here = len(self.result.data)
         self.result = EarlyRead(self.result.data + left, self.result.answered)
         for fd in (self.to_server, self.client_out, self.client_in, self.from_server, self.ready, self.signal):
             os.close(fd)
@@ -189,6 +206,17 @@ def test_a_hostile_first_line_is_left_to_the_sdk_with_everything_after_it(first)
     assert result.data == first + b"\n" + line(request(1, "server/discover"))
 
 
+def test_a_line_longer_than_any_early_request_stops_the_reading_there():
+    loop = Loop()
+    long_line = b'{"jsonrpc": "2.0", "id": 1, "method": "server/discover", "params": {"x": "' + b"x" * 300_000
+    loop.send(long_line + b'"}}\n', request(2, "tools/list"))
+    time.sleep(0.2)  # the loop has read what it takes
+    result = loop.finish()
+    assert result.answered == {}
+    assert loop.read_here <= MAX_LINE + 65_536  # the rest was left in the pipe, for the SDK
+    assert result.data == long_line + b'"}}\n' + line(request(2, "tools/list"))
+
+
 def test_no_more_than_max_answers_are_given_early():
     loop = Loop()
     loop.send(*(request(i, "server/discover") for i in range(MAX_ANSWERS + 5)))
@@ -218,7 +246,7 @@ def test_the_end_of_input_ends_reading_not_the_loop():
     assert result.data == line(request(1, "server/discover"))
 
 
-def test_a_client_that_stops_reading_gets_no_early_answer_lost(tmp_path):
+def test_each_request_gets_exactly_one_reply_through_the_real_server(tmp_path):
     """Through the real server: every request has exactly one reply, answered early or by the SDK."""
     wire = rootguard_wire(tmp_path)
     wire.send(line(request(1, "server/discover")) + line(request(2, "tools/list"))

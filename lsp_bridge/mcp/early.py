@@ -44,6 +44,7 @@ SERVER_INFO_KEY = "io.modelcontextprotocol/serverInfo"
 # Client capabilities an early answer accepts, each with the keys it may hold (their values must be
 # empty objects, or booleans for listChanged): anything else is for the SDK to judge.
 MAX_ANSWERS = 16  # a client asks each once; more is left to the SDK (each answer is kept until it replies)
+MAX_LINE = 65_536  # a request answered here is well under 1 KB: a longer line is the SDK's to read
 KNOWN_CAPABILITIES = {"roots": {"listChanged"}, "sampling": set(), "elicitation": {"form", "url"}}
 
 RequestId = tuple[str, Any]  # ("int", 3) or ("str", "a"): 1 and "1" are different requests
@@ -152,38 +153,35 @@ def answer_until_ready(wire_in: int, wire_out: int, ready: int,
                        answer: Callable[[bytes], tuple[RequestId, dict[str, Any]] | None]) -> EarlyRead:
     """Read ``wire_in`` and answer what ``answer`` answers until ``ready`` turns readable.
 
-    Stops answering at the first line ``answer`` leaves, an id it already answered, or after
-    ``MAX_ANSWERS`` answers (that line and every later one are the SDK's), and stops reading at
-    the end of input. Returns every byte read, in order; the SDK reads the rest of the pipe.
+    Stops at the first line ``answer`` leaves, an id it already answered, a line longer than
+    ``MAX_LINE``, after ``MAX_ANSWERS`` answers, or at the end of input: that line and every
+    later one are the SDK's, and nothing more is read here (what is read is bounded by what
+    was answered and one 64 KiB read). Returns every byte read, in order; the SDK reads the
+    rest of the pipe.
     """
     poller = select.poll()
     poller.register(ready, select.POLLIN)
     poller.register(wire_in, select.POLLIN)
     read, pending = bytearray(), bytearray()
     answered: dict[RequestId, dict[str, Any]] = {}
-    answering, reading = True, True
     while True:
         events = dict(poller.poll())
         if ready in events:
             return EarlyRead(bytes(read), answered)
-        if not reading or wire_in not in events:
+        if wire_in not in events:
             continue
         try:
             data = os.read(wire_in, 65536)
         except BlockingIOError:
             continue
-        if not data:  # the client closed its end: the SDK reads the same end of input
-            poller.unregister(wire_in)
-            reading = False
-            continue
         read += data
-        if not answering:
-            continue
         pending += data
         start = 0
+        answering = bool(data)  # at the end of input the SDK reads the same end
         while answering:
             end = pending.find(b"\n", start)
             if end < 0:
+                answering = len(pending) - start <= MAX_LINE  # no request answered here is that long
                 break
             reply = answer(bytes(pending[start:end]))
             start = end + 1
@@ -194,6 +192,8 @@ def answer_until_ready(wire_in: int, wire_out: int, ready: int,
             _write_all(wire_out, (json.dumps(message, separators=(",", ":")) + "\n").encode())
             answered[key] = message
         del pending[:start]
+        if not answering:  # the rest stays in the pipe for the SDK: nothing more is read here
+            poller.unregister(wire_in)
 
 
 def _write_all(fd: int, data: bytes) -> None:

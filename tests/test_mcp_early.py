@@ -72,7 +72,9 @@ def corpus() -> list[bytes]:
             {"jsonrpc": "2.0", "id": 19, "method": method},
             {"jsonrpc": "2.0", "id": 20, "method": method, "params": None},
         ]
-    messages += [request(21, "ping"), request(22, "tools/call", name="list_projects", arguments={}),
+    messages += [request(2**70, "server/discover"), request(-5, "server/discover"), request("", "tools/list"),
+                 request("\u00e9\u0000", "tools/list"), request(21, "ping"),
+                 request(22, "tools/call", name="list_projects", arguments={}),
                  {"jsonrpc": "2.0", "method": "notifications/initialized"}, "[1, 2]", "{not json"]
     unique = []
     for message in messages:  # the two methods share ids: make them differ
@@ -110,7 +112,8 @@ def test_every_early_answer_is_the_sdks_own_reply(tmp_path):
     wire.close()
     # Both methods, string and integer ids, and the capabilities real clients send are answered early;
     # everything the early answers leave is for the SDK.
-    assert set(expected) == {json.dumps(i) for i in (1, "a-string-id", 2, 3, 1001, 1002, 1003)}
+    assert set(expected) == {json.dumps(i) for i in (1, "a-string-id", 2, 3, 1001, 1002, 1003, 2**70, -5, "",
+                                                     "\u00e9\u0000")}
     for key, message in expected.items():
         assert replies[key] == message
 

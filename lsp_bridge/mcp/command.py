@@ -126,7 +126,7 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr, format="rootguard mcp: %(message)s")
     # Without --root the client's roots decide the projects (or refuse the start): nothing to say early.
     answers = early.EarlyAnswers([p.id for p in find_projects(session, roots, {})]) \
-        if roots and early.usable(0, 1) else None
+        if roots and early.served_as_pipes(0, 1) else None
     loading = _Loading(SERVER_MODULE)
     try:
         read = early.answer_until_ready(0, 1, loading.ready, answers.answer) if answers is not None else None

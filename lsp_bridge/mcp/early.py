@@ -66,8 +66,8 @@ class EarlyRead:
     """What the early loop read and said: every byte read, in order, and the reply sent for each
     request answered, by its id."""
 
-    data: bytes = b""
-    answered: dict[RequestId, dict[str, Any]] | None = None
+    data: bytes
+    answered: dict[RequestId, dict[str, Any]]
 
 
 class EarlyAnswers:
@@ -132,8 +132,9 @@ def _known_capability(name: str, value: Any) -> bool:
     return all(v is True or v is False if k == "listChanged" else v == {} for k, v in value.items())
 
 
-def usable(stdin: int = 0, stdout: int = 1) -> bool:
-    """Early answers need the wire as two pipes (or sockets), not one socket both ways: as ``stdio``."""
+def served_as_pipes(stdin: int = 0, stdout: int = 1) -> bool:
+    """The wire is two pipes (or sockets), not one socket both ways, on a platform with Unix pipe
+    transports: where ``stdio`` serves from the event loop and early answers are given."""
     return sys.platform != "win32" and separate_pipes(stdin, stdout)
 
 

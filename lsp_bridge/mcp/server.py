@@ -575,8 +575,3 @@ def _error(err: ToolError) -> types.CallToolResult:
 
 
 
-
-if __name__ == "__main__":  # pragma: no cover
-    from lsp_bridge.mcp.command import main
-
-    sys.exit(main())

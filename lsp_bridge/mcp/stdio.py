@@ -32,7 +32,8 @@ from typing import Any
 
 from mcp.server.stdio import stdio_server
 
-from lsp_bridge.mcp.early import EarlyRead, request_id, separate_pipes
+from lsp_bridge.mcp import early as early_answers
+from lsp_bridge.mcp.early import EarlyRead, request_id
 
 MAX_QUEUED = 64  # whole lines read ahead of the server before reading pauses
 log = logging.getLogger("rootguard.mcp")
@@ -44,7 +45,7 @@ async def serve_stdio(early: EarlyRead | None = None) -> AsyncIterator[Any]:
 
     ``early``: what ``early.answer_until_ready`` read from fd 0 (the SDK reads it first)
     and answered (the SDK's equal replies are dropped)."""
-    if sys.platform == "win32" or not separate_pipes(0, 1):
+    if not early_answers.served_as_pipes(0, 1):
         assert early is None or not early.data  # early answers are only given on pipes
         async with stdio_server() as streams:
             yield streams
@@ -52,7 +53,7 @@ async def serve_stdio(early: EarlyRead | None = None) -> AsyncIterator[Any]:
     wire_in, wire_out = _claim_std_fds()
     loop = asyncio.get_running_loop()
     lines = _Lines(loop)
-    replies = _Replies(loop, dict(early.answered or {}) if early else {})
+    replies = _Replies(loop, dict(early.answered) if early else {})
     if early is not None and early.data:
         lines.data_received(early.data)
     read_transport = write_transport = None

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -148,3 +149,104 @@ async def test_a_loosening_config_change_on_disk_is_held_and_shown_in_the_editor
     assert "dotenv" in warning.message and ".rootguard.toml" in warning.message
     again = await lsp.protocol.send_request_async("rootguard/access", {"path": env, "op": "read"})
     assert again.decision == "deny"  # not applied silently
+
+
+# --- the user floor, through every real entry point ----------------------------------------------
+
+FLOOR_PROJECT = """version = 2
+[[paths]]
+id = "config-open"
+path = "config"
+policies = { read = "allow", write = "allow", delete = "allow" }
+[[paths]]
+id = "a-open"
+path = "."
+includes = ["a/**"]
+policies = { read = "allow", write = "allow" }
+"""
+
+
+def floor_user(repo: Path) -> str:
+    return (f'version = 2\n[[paths]]\nid = "no-env"\npath = "{repo}"\nincludes = ["**/.env"]\n'
+            'policies = { read = "deny", write = "deny" }\n'
+            f'[[paths]]\nid = "ask-a"\npath = "{repo}/a"\npolicies = {{ read = "request" }}\n')
+
+
+@pytest.fixture
+def floored(tmp_path: Path, isolated_user: Path) -> Path:
+    """The issue's repository: a user deny on every ``.env`` and a user request on ``a/``, and a
+    project file that allows ``config/`` (a deeper anchor) and ``a/**`` (a glob)."""
+    repo = make_repo(Path(os.path.realpath(tmp_path)) / "repo", {
+        "config/.env": "SECRET=floor\n", "config/app.json": "{}\n", "a/notes.txt": "ask me\n",
+        ".rootguard.toml": FLOOR_PROJECT,
+    })
+    user_file = isolated_user / ".config" / "rootguard" / "config.toml"
+    user_file.parent.mkdir(parents=True)
+    user_file.write_text(floor_user(repo))
+    return repo
+
+
+FLOOR_TABLE = [  # (op, path below the repository, decision, rule)
+    ("read", "config/.env", "deny", "no-env"),
+    ("write", "config/.env", "deny", "no-env"),
+    ("read", "a/notes.txt", "request", "ask-a"),
+    ("read", "config/app.json", "allow", "config-open"),
+]
+
+
+def test_the_floor_holds_for_check(floored):
+    for op, rel, decision, rule in FLOOR_TABLE:
+        done = subprocess.run([sys.executable, "-m", "lsp_bridge.cli.main", "check", "--json", "--root", str(floored),
+                               "--op", op, str(floored / rel)], capture_output=True, text=True, timeout=60,
+                              env={**os.environ, "PYTHONPATH": str(REPO)})
+        answer = json.loads(done.stdout)
+        assert (answer["decision"], answer["rule"]) == (decision, rule), (op, rel)
+
+
+async def test_the_floor_holds_for_the_language_server(floored, lsp):
+    session = Session(lsp)
+    await session.start([floored], show_message=False)
+    await session.next_status(0)
+    for op, rel, decision, rule in FLOOR_TABLE:
+        result = await lsp.protocol.send_request_async("rootguard/access", {"path": str(floored / rel), "op": op})
+        assert (getattr(result, "policy_decision", None) or result.decision, result.rule) == (decision, rule)
+
+
+async def test_the_floor_holds_for_every_mcp_tool(floored):
+    secret = (floored / "config" / ".env").read_text()
+    async with serve([floored], floored.parent) as client:
+        async def call(tool, **args):
+            return await client.call_tool(tool, {"project_id": "repo", **args})
+
+        assert code(await call("read_file", relative_path="config/.env")) == "policy_denied"
+        assert code(await call("get_file_info", relative_path="config/.env")) == "policy_denied"
+        assert code(await call("write_file", relative_path="config/.env", content="X=1\n")) == "policy_denied"
+        assert code(await call("edit_file", relative_path="config/.env",
+                               edits=[{"old_text": "floor", "new_text": "gone"}])) == "policy_denied"
+        assert code(await call("delete_file", relative_path="config/.env")) == "policy_denied"
+        assert code(await call("move_file", source="config/.env", destination="config/env.txt")) == "policy_denied"
+        assert code(await call("apply_patch", changes=[{"relative_path": "config/.env", "content": "X=1\n"}])) == (
+            "policy_denied")
+        listing = await call("list_directory", relative_path="config")
+        assert ".env" not in listing.structured_content.get("files", []) and ".env" not in listing.content[0].text
+        found = await call("search_files", relative_path=".", pattern="**/.env", query="SECRET")
+        assert "floor" not in json.dumps(found.structured_content) and "floor" not in found.content[0].text
+        # The request rule: nobody can approve here, so it is refused, and the text is never served.
+        asked = await call("read_file", relative_path="a/notes.txt")
+        assert code(asked) == "no_approver" and "ask me" not in asked.content[0].text
+        assert code(await call("read_file", relative_path="config/app.json")) is None
+    assert (floored / "config" / ".env").read_text() == secret
+
+
+@pytest.mark.skipif(shutil.which("bwrap") is None, reason="needs bubblewrap")
+def test_the_floor_holds_inside_rootguard_run(floored):
+    def run(script: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "lsp_bridge.cli.main", "run", "--root", str(floored), "--",
+                               "sh", "-c", script], capture_output=True, text=True, timeout=120, cwd=floored,
+                              env={**os.environ, "PYTHONPATH": str(REPO)})
+
+    assert "SECRET" not in run("cat config/.env").stdout
+    assert "ask me" not in run("cat a/notes.txt").stdout
+    run("echo X=1 > config/.env")
+    assert (floored / "config" / ".env").read_text() == "SECRET=floor\n"
+    assert run("cat config/app.json").stdout == "{}\n"

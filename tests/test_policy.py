@@ -232,6 +232,49 @@ def test_rename_needs_delete_on_source_and_write_on_destination(repo, isolated_u
     assert ok.decision == "allow" and ok.dest.path == str(repo / "pkg.json")
 
 
+def test_a_rename_into_view_needs_read_on_the_source(repo, isolated_user):
+    """A file the agent may not read cannot be renamed to a name it may read; renaming it to
+    another unreadable name only needs delete and write."""
+    write(repo / "vault/key.txt", "KEY\n")
+    user_config(
+        isolated_user,
+        f'version = 2\n[[paths]]\nid = "vault"\npath = "{repo}/vault"\n'
+        'policies = { read = "deny", write = "allow", delete = "allow" }\n',
+    )
+    into_view = decide([repo], "rename", repo / "vault/key.txt", repo / "key.txt")
+    assert (into_view.decision, into_view.rule) == ("deny", "vault")
+    assert "renaming needs read on the source" in into_view.reason
+    kept_dark = decide([repo], "rename", repo / "vault/key.txt", repo / "vault/key2.txt")
+    assert kept_dark.decision == "allow"
+
+
+@pytest.mark.parametrize(("project_policy", "user_policy", "path", "expected"), [
+    # A user deny on every .env; the project allows its whole config directory (a deeper anchor).
+    ('read = "allow", write = "allow"', ('includes = ["**/.env"]', 'read = "deny", write = "deny"'),
+     "config/.env", ("deny", "u-env")),
+    ('read = "allow", write = "allow"', ('includes = ["**/.env"]', 'read = "deny", write = "deny"'),
+     "config/app.json", ("allow", "p-config")),
+    # A user request on the whole repository; the project allows a directory by a glob.
+    ('read = "allow"', ("", 'read = "request"'), "config/app.json", ("request", "u-repo")),
+])
+def test_the_user_file_is_a_floor_for_a_directory_project_rule(tmp_path, isolated_user, project_policy,
+                                                               user_policy, path, expected):
+    """A project rule more specific than a user rule cannot make a decision looser than the
+    user's (PRODUCT.md "Layering"), whether it is anchored deeper or matches by a glob."""
+    repo = make_repo(tmp_path / "repo", {"config/.env": "S=1\n", "config/app.json": "{}\n"})
+    includes, policies = user_policy
+    rule_id = "u-env" if includes else "u-repo"
+    user_config(isolated_user, f'version = 2\n[[paths]]\nid = "{rule_id}"\npath = "{repo}"\n{includes}\n'
+                               f"policies = {{ {policies} }}\n")
+    project = ('[[paths]]\nid = "p-config"\npath = "config"\n' if includes
+               else '[[paths]]\nid = "p-config"\npath = "."\nincludes = ["config/**"]\n')
+    write(repo / ".rootguard.toml", f"version = 2\n{project}policies = {{ {project_policy} }}\n")
+    decided = decide([repo], "read", repo / path)
+    assert (decided.decision, decided.rule) == expected
+    if expected[0] == "deny":
+        assert decide([repo], "write", repo / path).decision == "deny"
+
+
 def test_symlink_needs_both_ends_and_follow_symlinks_on_its_rule(repo, isolated_user):
     narrow = repo / "packages/checkout"
     link = narrow / "src/link.ts"

@@ -30,130 +30,55 @@ Decisions follow PRODUCT.md "Decision semantics" (seed 001):
   differ is denied. A batch is decided whole: one deny denies it, one request
   makes all of it wait for approval.
 
-``decide_target`` is a pure function of (configuration, scope, resolved path,
-operation), with one exception kept at an edge: a read of a target whose ``Target``
-says it has several hard links consults ``hardlinks.HardLinkIndex``, which walks the
-directories below deny rules once (cached). ``decide`` adds the other I/O:
-resolving symbolic links and reading the target's inode and link count.
+``decide_target`` is the one decision every route takes (the CLI, the language
+server, every MCP tool, listings and searches, batches, the ``rootguard run``
+profile, trace and the agent hooks): a pure function of (configuration, scope,
+resolved target, operation), with one exception kept at an edge: a read of a target
+whose ``Target`` says it has several hard links consults ``hardlinks.HardLinkIndex``,
+which walks the directories below deny rules (rebuilt every ``hardlinks.TTL``
+seconds). Its answers are kept per question (``memo.DecisionMemo``) while this policy
+lives, except those that consulted that index; nothing else decides. ``decide`` adds
+the other I/O: resolving symbolic links and reading the target's inode and link count.
 """
 
 from __future__ import annotations
 
 import os
 import stat
-from bisect import bisect_left
 from collections.abc import Container, Iterable, Sequence
+from dataclasses import replace
 from functools import cached_property
-from itertools import repeat
+from typing import TYPE_CHECKING, Any
 
-from lsp_bridge.core.paths import CASE_INSENSITIVE, fold, is_within, realpath
+from lsp_bridge.core.decision import (
+    MUTATING,
+    NEEDS,
+    OPERATIONS,
+    BatchDecision,
+    Decision,
+    ItemDecision,
+    Part,
+    PolicyInputError,
+    Target,
+    inspect,
+)
+from lsp_bridge.core.memo import DecisionMemo
+from lsp_bridge.core.paths import fold, is_within, realpath
 from lsp_bridge.core.protected import ProtectedAreas, default_areas, protected_reason
-from lsp_bridge.core.record import dataclass, field, replace
-from lsp_bridge.core.rules import CompiledRule, RuleSet
+from lsp_bridge.core.rules import RuleSet
 from lsp_bridge.core.scope import Scope
 from lsp_bridge.core.settings import STRICTNESS, Config, PathRule
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at start-up (core/record.py)
 if TYPE_CHECKING:
-    from typing import Any
-
     from lsp_bridge.core.hardlinks import HardLinkIndex
     from lsp_bridge.core.settings import Verdict
 
-_ = PathRule  # re-exported for callers building rules
+__all__ = [  # the engine's records live in core/decision.py; callers may import them from here
+    "OPERATIONS", "BatchDecision", "Decision", "ItemDecision", "Part", "PathRule", "Policy", "PolicyInputError",
+    "Target", "inspect", "oracle_inside", "rule_verdict",
+]
 
-OPERATIONS = ("read", "write", "delete", "rename", "metadata")
 _KNOWN_OPERATIONS = frozenset(OPERATIONS)
-_NEEDS = {"read": "read", "write": "write", "metadata": "write", "delete": "delete"}
-_MUTATING = {"write", "metadata", "delete", "rename"}
-_DOTS = (".", "..")
-_DOTS_SET = frozenset(_DOTS)
-
-
-class PolicyInputError(ValueError):
-    """A request the engine cannot even consider (bad op, empty path...)."""
-
-
-@dataclass(frozen=True)
-class Decision:
-    decision: Verdict
-    path: str  # canonical
-    op: str
-    rule: str | None
-    reason: str
-    rule_source: str | None = None
-    root: str | None = None  # the selected root
-    dest: Decision | None = None  # rename: the destination's decision
-
-    @property
-    def allowed(self) -> bool:
-        return self.decision == "allow"
-
-    def to_json(self) -> dict[str, Any]:
-        data: dict[str, Any] = {
-            "decision": self.decision,
-            "path": self.path,
-            "rule": self.rule,
-            "reason": self.reason,
-            "op": self.op,
-            "rule_source": self.rule_source,
-        }
-        if self.dest is not None:
-            data["dest"] = self.dest.to_json()
-        return data
-
-
-@dataclass(frozen=True)
-class Part:
-    """One need of one batch item on one canonical path, as decided, then after session grants."""
-
-    need: str  # read | write | delete
-    path: str  # canonical
-    decision: Decision  # the engine's decision for this need
-    verdict: Verdict  # after session grants: a granted ``request`` is ``allow``
-
-
-@dataclass(frozen=True)
-class ItemDecision:
-    """One item of a batch: the engine's decision, its parts, and the verdict after grants."""
-
-    decision: Decision  # for several needs: the strictest; for a rename: the whole rename
-    parts: tuple[Part, ...]
-    verdict: Verdict  # after session grants
-    reason: str
-
-    @property
-    def granted(self) -> bool:
-        """A ``request`` that an "allow for this session" answer already covers."""
-        return self.decision.decision == "request" and self.verdict == "allow"
-
-
-@dataclass(frozen=True)
-class BatchDecision:
-    decision: Verdict
-    items: tuple[Decision, ...]
-    reason: str
-    results: tuple[ItemDecision, ...] = ()
-    culprit: int | None = None  # the item that made the batch deny or request (None: the span rule, or allowed)
-    spans_roots: bool = False  # denied because the call spans roots whose policies differ
-
-    @property
-    def pending(self) -> tuple[Decision, ...]:
-        return tuple(r.decision for r in self.results if r.verdict == "request")
-
-    def to_json(self) -> dict[str, Any]:
-        return {"decision": self.decision, "reason": self.reason, "items": [d.to_json() for d in self.items]}
-
-
-@dataclass(frozen=True)
-class Target:
-    """A path as the engine sees it: canonical, plus where each link on the way sits."""
-
-    canonical: str
-    links: tuple[str, ...] = ()  # canonical locations of the symbolic links traversed
-    loop: bool = False  # resolution met a symbolic link loop: nothing to authorize
-    inode: tuple[int, int] | None = None  # (st_dev, st_ino) of an existing regular file
-    nlink: int = 1
 
 
 def _one_need(need: str, decision: Decision, granted: Container[tuple[str, str]]) -> ItemDecision:
@@ -163,17 +88,6 @@ def _one_need(need: str, decision: Decision, granted: Container[tuple[str, str]]
         part = Part(need, decision.path, decision, "allow")
         return ItemDecision(decision, (part,), "allow", f"allowed for this session earlier ({decision.reason})")
     return ItemDecision(decision, (Part(need, decision.path, decision, verdict),), verdict, decision.reason)
-
-
-def inspect(canonical: str) -> tuple[tuple[int, int] | None, int]:
-    """(device, inode) and link count of an existing regular file, else (None, 1)."""
-    try:
-        info = os.stat(canonical)
-    except (OSError, ValueError):
-        return None, 1
-    if not stat.S_ISREG(info.st_mode):
-        return None, 1
-    return (info.st_dev, info.st_ino), info.st_nlink
 
 
 # ---------------------------------------------------------------------------
@@ -211,19 +125,7 @@ class Policy:
         self._given = tuple(
             (os.path.normpath(e.given), e.path) for e in scope.union.entries if os.path.normpath(e.given) != e.path
         )
-        # Every folded path something is anchored on: a child of a directory that is none of these
-        # is decided by its directory's anchors (``decide_children``).
-        anchored: set[str] = set(self._request_checkouts)
-        anchored.update(fold(e.path) for e in scope.union.entries)
-        anchored.update(fold(e.path) for e in scope.approval_only.entries)
-        for root, ruleset in self._roots:
-            anchored.add(fold(root))
-            anchored.update(ruleset.anchors)
-            anchored.update(ruleset.protected)
-        self._anchored = frozenset(anchored)
-        self._anchors_sorted = sorted(anchored)  # for the anchors directly below a directory (``_child_anchors``)
-        self._slots: dict[tuple[str, str], _Slot] = {}
-        self._plain: dict[tuple[str, str], ItemDecision] = {}  # decide_plain's answers before session grants
+        self._memo: DecisionMemo[Decision] = DecisionMemo()
 
     @cached_property
     def hardlinks(self) -> HardLinkIndex:
@@ -333,25 +235,29 @@ class Policy:
         reason = f"source: {src.reason}; destination: {dst.reason}"
         return Decision(worst.decision, src.path, "rename", worst.rule, reason, worst.rule_source, src.root, dst)
 
-    def decide_target(self, op: str, target: Target, *, reported_op: str | None = None,
-                      fast: bool = False) -> Decision:
-        """Pure decision for an already-resolved target.
+    def decide_target(self, op: str, target: Target, *, reported_op: str | None = None) -> Decision:
+        """The decision for an already-resolved target: the one every route takes.
 
-        With ``fast``, a target with no link on the way that is no anchor itself takes
-        its directory's share of the decision (``_child_point``, as ``decide_children``
-        does): the same Decision, rule and reason included (``tests/test_policy_children.py``).
+        A pure function of this policy and its arguments, kept per question while the
+        policy lives (``memo``); a read of a file with several hard links is decided
+        afresh each time, because it asks the hard-link index, which changes with the disk.
         """
-        need = _NEEDS[op]
+        key = (op, reported_op, target)
+        decision = self._memo.get(key)
+        if decision is None:
+            decision = self._decide_target(op, target, reported_op)
+            if not (target.nlink > 1 and NEEDS[op] == "read"):
+                self._memo.put(key, decision)
+        return decision
+
+    def _decide_target(self, op: str, target: Target, reported_op: str | None) -> Decision:
+        need = NEEDS[op]
         shown_op = reported_op or op
-        point = self._child_point(op, target.canonical) if fast and not target.links and not target.loop else None
-        if point is not None:
-            verdict, rule, reason, root = point
-        else:
-            root, ruleset = self.select(target.canonical)
-            if target.loop:
-                return Decision("deny", target.canonical, shown_op, None,
-                                "a symbolic link loop: the path cannot be resolved", None, root)
-            verdict, rule, reason = self._decide_point(target.canonical, need, ruleset, op)
+        root, ruleset = self.select(target.canonical)
+        if target.loop:
+            return Decision("deny", target.canonical, shown_op, None,
+                            "a symbolic link loop: the path cannot be resolved", None, root)
+        verdict, rule, reason = self._decide_point(target.canonical, need, ruleset, op)
         if target.links and verdict != "deny":
             for link in target.links:
                 link_root, link_rules = self.select(link)
@@ -372,8 +278,8 @@ class Policy:
         return Decision(verdict, target.canonical, shown_op, rule.id if rule else None, reason,
                         rule.source if rule else None, root)
 
-    def decide_batch(self, items: Iterable[tuple[Any, ...]], *, granted: Container[tuple[str, str]] = (),
-                     fast: bool = False) -> BatchDecision:
+    def decide_batch(self, items: Iterable[tuple[Any, ...]], *,
+                     granted: Container[tuple[str, str]] = ()) -> BatchDecision:
         """Decide every item before anything happens; the batch stands or falls whole.
 
         An item is ``(op, path)`` or ``("rename", path, dest)``; ``op`` may be a
@@ -386,19 +292,12 @@ class Policy:
         Order: a call spanning roots whose policies differ is denied; then the
         first denied item denies the batch; then any item still at ``request``
         makes the whole batch wait for one approval; else it is allowed.
-
-        ``fast``: each target's point decision may come from its directory's share
-        (``decide_target(fast=True)``); the answers are the same.
         """
-        results = [self._decide_item(item, granted, fast) for item in items]
-        if len(results) == 1 and len(results[0].parts) == 1:  # one need on one path: nothing can span
-            only = results[0]
-            culprit = None if only.verdict == "allow" else 0
-            return BatchDecision(only.verdict, (only.decision,), only.reason, (only,), culprit)
-        decisions = tuple(r.decision for r in results)
-        done = tuple(results)
+        results = [self._decide_item(item, granted) for item in items]
         if not results:
             return BatchDecision("deny", (), "an empty batch decides nothing")
+        decisions = tuple(r.decision for r in results)
+        done = tuple(results)
         paths = list(dict.fromkeys(p.path for r in results for p in r.parts))
         span = self.span_conflict(paths) if len(paths) > 1 else None
         if span:
@@ -416,8 +315,7 @@ class Policy:
         reason = results[0].reason if single else "every target is allowed"
         return BatchDecision("allow", decisions, reason, done)
 
-    def _decide_item(self, item: tuple[Any, ...], granted: Container[tuple[str, str]],
-                     fast: bool = False) -> ItemDecision:
+    def _decide_item(self, item: tuple[Any, ...], granted: Container[tuple[str, str]]) -> ItemDecision:
         op, path, dest = item if len(item) == 3 else (*item, None)[:3]
         ops = (op,) if isinstance(op, str) else tuple(op)
         if not ops or not _KNOWN_OPERATIONS.issuperset(ops):
@@ -430,11 +328,11 @@ class Policy:
             pieces = self.rename_parts(source, target)  # delete, write, and read when the destination is readable
             if whole.decision == "deny" and all(d.decision != "deny" for _, d in pieces):
                 pieces[0] = ("delete", whole)  # refused as a whole (spans roots; version 1 across roots)
-        elif len(ops) == 1:  # the common case, kept short: one need on one path
-            return _one_need(_NEEDS[ops[0]], self.decide_target(ops[0], self._as_target(path), fast=fast), granted)
+        elif len(ops) == 1:  # one need on one path
+            return _one_need(NEEDS[ops[0]], self.decide_target(ops[0], self._as_target(path)), granted)
         else:
             target = self._as_target(path)
-            pieces = [(_NEEDS[o], self.decide_target(o, target, fast=fast)) for o in ops]
+            pieces = [(NEEDS[o], self.decide_target(o, target)) for o in ops]
             whole = max((d for _, d in pieces), key=lambda d: STRICTNESS[d.decision])
         parts = tuple(
             Part(need, d.path, d, "allow" if d.decision == "request" and (need, d.path) in granted else d.decision)
@@ -446,188 +344,27 @@ class Policy:
             return ItemDecision(whole, parts, "allow", f"allowed for this session earlier ({whole.reason})")
         return ItemDecision(whole, parts, whole.decision, whole.reason)
 
-    def decide_plain(self, op: str, canonical: str, granted: Container[tuple[str, str]] = ()) -> ItemDecision | None:
-        """``_decide_item((op, Target(canonical)), granted, fast=True)`` for a path with no link on the
-        way and one link to its inode, from its directory's share (``_child_point``); None when that
-        share cannot vouch for it (an anchor, a protected target of a mutation): the caller then takes
-        the full engine. The MCP tools' plain reads use it (``tests/test_plain_read.py``)."""
-        key = (op, canonical)
-        item = self._plain.get(key)
-        if item is None:  # the answer depends on the rules and the path alone: kept while this policy lives
-            point = self._child_point(op, canonical)
-            if point is None:
-                return None
-            verdict, rule, reason, root = point
-            rule_id, source = (rule.id, rule.source) if rule else (None, None)
-            item = _one_need(_NEEDS[op], Decision(verdict, canonical, op, rule_id, reason, source, root), ())
-            if len(self._plain) >= _MAX_PLAIN:
-                self._plain.clear()
-            self._plain[key] = item
-        if item.verdict == "request" and granted:
-            return _one_need(_NEEDS[op], item.decision, granted)
-        return item
-
-    def decide_granted(self, op: str, target: Target, granted: Container[tuple[str, str]] = ()) -> str:
-        """The verdict for one resolved path after session grants (listings and searches filter with it).
-
-        The compiled fast path: a target with no link on the way is decided
-        from its directory's anchors (``_slot``, kept per directory), as
-        ``decide_children`` decides a listing; anything else, and any child the
-        fast path cannot vouch for, takes the full engine. Same answers:
-        ``tests/test_policy_children.py``.
-        """
-        if not target.links and not target.loop and op in _NEEDS:
-            path = target.canonical
-            parent, _, name = path.rpartition(os.sep)
-            if parent and name:
-                slot = self._slots.get((parent, op)) or self._slot(parent, op)
-                verdict = self._fast_verdict(op, path, slot, target.nlink)
-                if verdict is not None:
-                    if verdict == "request" and (_NEEDS[op], path) in granted:
-                        return "allow"
-                    return verdict
+    def decide_granted(self, op: str, target: Target, granted: Container[tuple[str, str]] = ()) -> Verdict:
+        """The verdict for one resolved target after session grants (listings and searches filter with it)."""
         return self._decide_item((op, target), granted).verdict
-
-    def _slot(self, directory: str, op: str) -> _Slot:
-        """What deciding ``op`` on a child of canonical ``directory`` needs, computed once per directory."""
-        slot = self._slots.get((directory, op))
-        if slot is None:
-            if len(self._slots) >= _MAX_SLOTS:
-                self._slots.clear()
-            need = _NEEDS[op]
-            _, ruleset = self.select(directory)
-            candidates, globbed = ruleset.child_candidates(fold(directory), need)
-            fixed = None if globbed else ruleset.child_winner("", candidates)
-            slot = self._slots[(directory, op)] = _Slot(ruleset, candidates, globbed, fixed)
-        return slot
-
-    def _child_point(self, op: str, path: str, slot: _Slot | None = None
-                     ) -> tuple[Verdict, PathRule | None, str, str] | None:
-        """``(verdict, rule, reason, root)`` of canonical ``path`` from its directory's slot (``slot``
-        when the caller has it), as ``select`` + ``_decide_point`` give them; None when the path needs
-        the full engine (it is an anchor, or a protected target of a mutation). The hard-link check
-        is the caller's."""
-        key = path.casefold() if CASE_INSENSITIVE else path  # fold(), inlined: this runs per decision
-        if key in self._anchored or (op in _MUTATING and protected_reason(path, self.areas)):
-            return None
-        if slot is None:
-            parent, _, name = path.rpartition(os.sep)
-            if not parent or not name:
-                return None
-            slot = self._slots.get((parent, op)) or self._slot(parent, op)
-        win = slot.ruleset.child_winner(key, slot.candidates) if slot.globbed else slot.fixed
-        mark = (id(win[0]), win[1]) if win is not None else None
-        point = slot.points.get(mark)
-        if point is None:
-            verdict, rule, reason = self._point(win, path, _NEEDS[op], slot.ruleset, op)
-            point = slot.points[mark] = (verdict, rule, reason, self.select(path)[0])
-        return point
-
-    def _fast_verdict(self, op: str, path: str, slot: _Slot, nlink: int = 1) -> Verdict | None:
-        """The engine's verdict for child ``path`` from its directory's slot, None when the child needs
-        the full engine: it is an anchor itself, a protected target of a mutation, or a read of a file
-        with several hard links."""
-        if nlink > 1 and _NEEDS[op] == "read":
-            return None
-        point = self._child_point(op, path, slot)
-        return None if point is None else point[0]
 
     def decide_children(
         self, op: str, directory: str, names: Iterable[str], granted: Container[tuple[str, str]] = (),
         files: Sequence[tuple[tuple[int, int] | None, int]] | None = None,
     ) -> list[Verdict]:
-        """``decide_granted(op, Target(directory/name), granted)`` for each plain entry of a directory.
+        """``decide_granted(op, Target(directory/name, inode, nlink), granted)`` for each entry of a listing.
 
-        ``directory`` is canonical and every name is an entry that is not a
-        symbolic link (a listing's files and directories), so each child's
-        canonical path is ``directory/name`` with no link on the way. A child
-        that is itself an anchor (a rule, a union entry, a root, a protected
-        file, a sibling checkout) takes the full engine; every other child
-        matches exactly its directory's anchors, so only their globs are tried
-        per name, and the rest of the decision (baseline, approval-only areas,
-        sibling checkouts) is the directory's, computed once per winning rule.
-        Two checks depend on the child itself and send it to the full engine:
-        a mutation of a protected target (``protected_reason``: ``.git``,
-        ``.envrc``...), and a read of a regular file with several hard links
-        (``files`` gives each name's ``(inode, nlink)`` as ``inspect`` would).
-        Listings use this: one directory of 1,000 entries costs one lookup of
-        the anchors, not 1,000. ``tests/test_policy_children.py`` checks it
-        against the full engine.
+        ``directory`` is canonical and every name is an entry that is not a symbolic
+        link, so each child's canonical path is ``directory/name``; ``files`` gives each
+        name's ``(inode, nlink)`` as ``inspect`` would (None: one link, no inode).
         """
-        if op not in _NEEDS:
+        if op not in NEEDS:
             raise PolicyInputError(f"unknown operation {op!r} for a listing")
-        need = _NEEDS[op]
         base = directory if directory.endswith(os.sep) else directory + os.sep
-        slot = self._slot(directory.rstrip(os.sep) or os.sep, op)
-        verdicts = []
-        # A read of a child that is no anchor and has one link is decided by the directory's
-        # fixed winner alone (``_fast_verdict`` with nothing per child left to ask): once.
-        uniform = need == "read" and not slot.globbed
-        if uniform and not CASE_INSENSITIVE:
-            names = names if isinstance(names, list) else list(names)
-            shared_all = self._shared_children(op, base, slot, names, granted, files)
-            if shared_all is not None:
-                return shared_all
-        shared: Verdict | None = None
-        anchored = self._anchored
-        sep = os.sep
-        pairs = zip(names, files, strict=True) if files is not None else zip(names, repeat((None, 1)))
-        for name, (inode, nlink) in pairs:
-            path = base + name
-            verdict = None
-            if name and sep not in name and name not in _DOTS:
-                if uniform and nlink <= 1 and (path.casefold() if CASE_INSENSITIVE else path) not in anchored:
-                    if shared is None:
-                        shared = self._fast_verdict(op, path, slot, nlink)
-                    verdict = shared
-                else:
-                    verdict = self._fast_verdict(op, path, slot, nlink)
-            if verdict is None:
-                verdicts.append(self._decide_item((op, Target(path, inode=inode, nlink=nlink)), granted).verdict)
-                continue
-            if verdict == "request" and (need, path) in granted:
-                verdict = "allow"
-            verdicts.append(verdict)
-        return verdicts
-
-    def _shared_children(self, op: str, base: str, slot: _Slot, names: list[str],
-                         granted: Container[tuple[str, str]],
-                         files: Sequence[tuple[tuple[int, int] | None, int]] | None) -> list[Verdict] | None:
-        """``decide_children`` for a read where no child can differ: one verdict, no work per name.
-
-        None (the caller decides name by name) when a name is not a plain entry name, when
-        some child is an anchor itself (``_child_anchors``: a rule, root, union entry or
-        protected path directly below the directory), when a file has several hard links,
-        or when the shared verdict is ``request`` and session grants may turn single
-        children into ``allow``.
-        """
-        if not names:
-            return []
-        anchors = slot.children
-        if anchors is None:
-            anchors = slot.children = self._child_anchors(base)
-        if anchors and not anchors.isdisjoint(names):
-            return None
-        if files is not None and max(nlink for _, nlink in files) > 1:
-            return None
-        if "" in names or not _DOTS_SET.isdisjoint(names) or os.sep in "\0".join(names):
-            return None
-        shared = self._fast_verdict(op, base + names[0], slot, 1)
-        if shared is None or (shared == "request" and granted):
-            return None
-        return [shared] * len(names)
-
-    def _child_anchors(self, base: str) -> frozenset[str]:
-        """The names of the anchors directly below the directory ``base`` (ends with a separator)."""
-        found = []
-        anchors = self._anchors_sorted
-        index = bisect_left(anchors, base)
-        while index < len(anchors) and anchors[index].startswith(base):
-            rest = anchors[index][len(base):]
-            if rest and os.sep not in rest:
-                found.append(rest)
-            index += 1
-        return frozenset(found)
+        if files is None:
+            return [self.decide_granted(op, Target(base + name), granted) for name in names]
+        return [self.decide_granted(op, Target(base + name, inode=inode, nlink=nlink), granted)
+                for name, (inode, nlink) in zip(names, files, strict=True)]
 
     def _as_target(self, path: str | Target) -> Target:
         return path if isinstance(path, Target) else self.resolve(path)
@@ -635,21 +372,11 @@ class Policy:
     # -- internals -----------------------------------------------------------
 
     def _decide_point(self, path: str, need: str, ruleset: RuleSet, op: str) -> tuple[Verdict, PathRule | None, str]:
-        return self._point(ruleset.winner(fold(path), need), path, need, ruleset, op)
-
-    def _point(
-        self, win: tuple[CompiledRule, Verdict] | None, path: str, need: str, ruleset: RuleSet, op: str
-    ) -> tuple[Verdict, PathRule | None, str]:
-        """The decision at ``path`` once its winning rule is known.
-
-        ``decide_children`` reuses one answer for every non-anchored child of a
-        directory with the same winner: ``path`` may enter here only through
-        lookups keyed by anchors in ``self._anchored`` (union entries, approval
-        areas, sibling checkouts, protected files) and through
-        ``protected_reason``, which ``decide_children`` asks per child. A new
-        path-dependent check must be added there too.
-        """
+        """The decision at canonical ``path`` itself (no link on the way, no hard link): the most
+        specific rule (``RuleSet.winner``: the ranking, the user floor), else the baseline; then the
+        sibling worktrees, the active configuration files and the protected targets."""
         key = fold(path)
+        win = ruleset.winner(key, need)
         if win is not None:
             compiled, verdict = win
             rule = compiled.rule
@@ -670,9 +397,9 @@ class Policy:
             if verdict == "allow":
                 reason += "; inside a sibling worktree and worktrees = \"request\""
             verdict = "request"
-        if op in _MUTATING and key in ruleset.protected and verdict == "allow":
+        if op in MUTATING and key in ruleset.protected and verdict == "allow":
             verdict, reason = "request", f"{path} is an active Root Guard configuration file; changing it needs approval"
-        if op in _MUTATING and verdict == "allow":
+        if op in MUTATING and verdict == "allow":
             why = protected_reason(path, self.areas)
             named = (win is not None and win[0].rule.source == "user" and not win[0].rule.includes
                      and win[0].anchor == key)  # a user rule naming this very path
@@ -698,24 +425,6 @@ class Policy:
             return None
         roots = ", ".join(sorted(root for root, _ in selected.values()))
         return f"the call spans roots whose policies differ ({roots}); split it per root"
-
-
-_MAX_PLAIN = 4096  # paths whose plain decision is kept (a few MB at most)
-_MAX_SLOTS = 4096  # directories whose fast-path slot is kept (the policy is rebuilt when anything changes)
-
-
-@dataclass
-class _Slot:
-    """One directory's share of every child's decision for one operation (``Policy._slot``)."""
-
-    ruleset: RuleSet
-    candidates: list[tuple[CompiledRule, Verdict, int, tuple[int, ...] | None]]
-    globbed: bool
-    fixed: tuple[CompiledRule, Verdict] | None
-    # The whole point decision (verdict, rule, reason, selected root) per winner: ``_child_point``.
-    points: dict[tuple[int, str] | None, tuple[Verdict, PathRule | None, str, str]] = field(default_factory=dict)
-    # The names of the anchors directly below the directory (``Policy._child_anchors``), once computed.
-    children: frozenset[str] | None = None
 
 
 def _squash_slashes(path: str) -> str:

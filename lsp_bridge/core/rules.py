@@ -104,51 +104,6 @@ class RuleSet:
         """Every folded anchor a rule sits on."""
         return self._index.keys()
 
-    def child_candidates(
-        self, dkey: str, need: str
-    ) -> tuple[list[tuple[CompiledRule, Verdict, int, tuple[int, ...] | None]], bool]:
-        """The rules that can decide ``need`` for a child of folded directory ``dkey``.
-
-        Valid only for a child that is not itself an anchor (``anchors``): its
-        matching anchors are then exactly the directory's. Each candidate is
-        (rule, verdict, where the child's relative path starts in its key, rank or
-        None when the rank depends on the child's name); the flag says whether any
-        rank depends on the name. Same order as ``winner`` so ties go the same way.
-        """
-        found: list[tuple[CompiledRule, Verdict, int, tuple[int, ...] | None]] = []
-        globbed = False
-        if not self._index:
-            return found, globbed
-        for probe, candidates in self._index.matches(dkey):
-            offset = len(probe) + (0 if probe.endswith(os.sep) else 1)
-            for compiled in candidates:
-                verdict = compiled.verdict(need)
-                if verdict is None or compiled.exact:  # an exact rule matches only its anchor, never a child
-                    continue
-                if compiled.includes or compiled.excludes:
-                    found.append((compiled, verdict, offset, None))
-                    globbed = True
-                else:
-                    found.append((compiled, verdict, offset, (0, compiled.anchor_depth, 0, STRICTNESS[verdict])))
-        return found, globbed
-
-    @staticmethod
-    def child_winner(
-        key: str, candidates: list[tuple[CompiledRule, Verdict, int, tuple[int, ...] | None]]
-    ) -> tuple[CompiledRule, Verdict] | None:
-        """``winner`` for a child key from its directory's ``child_candidates``."""
-        best = None
-        best_rank = None
-        for compiled, verdict, offset, rank in candidates:
-            if rank is None:
-                spec = compiled.specificity(key[offset:])
-                if spec is None:
-                    continue
-                rank = (*spec, STRICTNESS[verdict])
-            if best_rank is None or rank > best_rank:
-                best, best_rank = (compiled, verdict), rank
-        return best
-
     def winner(self, key: str, need: str) -> tuple[CompiledRule, Verdict] | None:
         """The most specific rule deciding ``need`` for folded path ``key``."""
         if not self._index:

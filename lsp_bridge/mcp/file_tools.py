@@ -333,13 +333,13 @@ class FileTools:
         policy = self.session.policy
         if policy is None:  # pragma: no cover - open_session always builds one
             raise ToolError("invalid_arguments", "no policy for these roots")
-        batch = policy.decide_batch(items, granted=self.grants, fast=True)
+        batch = policy.decide_batch(items, granted=self.grants)
         return self._plan_from(batch, tool, args, caller, cid, project_id, accesses)
 
     def _plain_read(self, tool: str, args: dict, caller: Caller, cid: str) -> Plan | None:
         """The plan of a read of one existing file (with one link) or directory, named in its resolved
-        spelling with no link on the way (``resolve_plain``) and decided from its directory's share
-        (``Policy.decide_plain``): the plan ``_whole_route`` would make, with less work. None for anything
+        spelling with no link on the way (``resolve_plain``: one ``openat2`` proves it): the plan
+        ``_whole_route`` would make, without the component-by-component resolution. None for anything
         else, which takes the whole route (``tests/test_plain_read.py`` holds the two equal)."""
         given, pid = args.get("relative_path"), args.get("project_id")
         root = self._project_roots.get(pid) if isinstance(pid, str) and len(args) == 2 else None
@@ -347,9 +347,9 @@ class FileTools:
         if root is None or not isinstance(given, str) or policy is None:
             return None
         resolved = resolve_plain(root, given)
-        result = policy.decide_plain("read", resolved.canonical, self.grants) if resolved is not None else None
-        if result is None:
+        if resolved is None:
             return None
+        result = policy.decide_batch([("read", self._target(resolved))], granted=self.grants).results[0]
         access = Access(given, ("read",), resolved=resolved, canonicalization="resolved")
         _take_decision(access, result)
         return Plan(tool, args, caller, cid, pid, [access], result.verdict, result.reason, access.code, access.rule)

@@ -9,9 +9,10 @@ same list of canonical paths (inside and outside) with both. Both sides get
 already-canonical paths so the comparison is the decision itself; a last row
 adds the engine's own symlink resolution (``Policy.decide``), which does I/O.
 
-Two engine figures: the verdict (``decide_granted``: the compiled fast path
-that listings, searches and filters use, decided from each directory's anchors)
-and the full ``Decision`` with its rule and reason (``decide_target``).
+Engine figures: the verdict (``decide_granted``, what listings, searches and
+filters ask) and the full ``Decision`` with its rule and reason (``decide_target``),
+each "cold" (a policy that keeps nothing: every path ranked afresh) and "kept" (the
+policy's memo of its own answers, ``core/memo.py``, as a long-lived server has it).
 
 ``--dir DIR`` decides a real tree instead: the rules sit on DIR's first N
 directories (breadth first, ``.git`` skipped) and the paths decided are 2,000 of
@@ -70,14 +71,16 @@ def from_tree(tree: str, n: int):
     return engine_and_paths(Path(tree), roots, n, files)
 
 
-def engine_and_paths(base: Path, roots: list[str], n: int, files: list[str] = ()):
+def engine_and_paths(base: Path, roots: list[str], n: int, files: list[str] = (), memo_size: int | None = None):
     rules = []
     for i, root in enumerate(roots):
         includes = ("src/**", "*.json") if i % 2 else ()
         rules.append(PathRule(id=f"r{i}", path=root, anchor=root, read="allow", write="deny", delete="deny",
                               includes=includes, excludes=(".env*",) if i % 3 == 0 else ()))
     union = compute_union(Candidate(r) for r in roots)
-    policy = Policy(Scope(tuple(roots), union), [(roots[0], Config(paths=tuple(rules)))])
+    scope = Scope(tuple(roots), union)
+    configs = [(roots[0], Config(paths=tuple(rules)))]
+    policy = Policy(scope, configs) if memo_size is None else Policy(scope, configs, memo_size=memo_size)
     rng = random.Random(n)
     paths = list(files)
     for _ in range(2000 - len(paths) // 2):
@@ -110,9 +113,9 @@ def main() -> int:
     args = parser.parse_args()
     if args.dir and not os.path.isdir(args.dir):
         parser.error(f"--dir {args.dir}: not a directory")
-    print(f"{'roots/rules':>11} | {'verdict dec/s':>13} | {'Decision dec/s':>14} | {'naive dec/s':>12} | "
-          f"{'verdict/naive':>13} | {'Decision/naive':>14} | {'decide() with I/O':>17}")
-    print("-" * 112)
+    print(f"{'roots/rules':>11} | {'verdict cold':>12} | {'Decision cold':>13} | {'Decision kept':>13} | "
+          f"{'naive dec/s':>12} | {'cold/naive':>10} | {'kept/naive':>10} | {'decide() with I/O':>17}")
+    print("-" * 120)
     with tempfile.TemporaryDirectory() as tmp:
         base = Path(os.path.realpath(tmp))
         for n in args.rules:
@@ -120,18 +123,21 @@ def main() -> int:
             if len(roots) < n:
                 print(f"{n:>11} | {args.dir} has only {len(roots)} directories: measured with that many rules")
             targets = {p: Target(p) for p in paths}
-            for p in paths:  # the fast path and the full engine agree on every path measured
+            cold = Policy(policy.scope, [(roots[0], policy.rulesets()[0].config)], memo_size=0)
+            for p in paths:  # a listing's verdict, a batch's and a kept answer: the same
                 full = policy.decide_batch([("read", targets[p])]).results[0].verdict
-                assert policy.decide_granted("read", targets[p]) == full, p
-            verdict = rate(lambda p, policy=policy, targets=targets: policy.decide_granted("read", targets[p]),
+                assert policy.decide_granted("read", targets[p]) == full == cold.decide_granted("read", targets[p]), p
+            verdict = rate(lambda p, policy=cold, targets=targets: policy.decide_granted("read", targets[p]),
                            paths, args.seconds)
-            engine = rate(lambda p, policy=policy, targets=targets: policy.decide_target("read", targets[p]),
+            engine = rate(lambda p, policy=cold, targets=targets: policy.decide_target("read", targets[p]),
                           paths, args.seconds)
+            kept = rate(lambda p, policy=policy, targets=targets: policy.decide_target("read", targets[p]),
+                        paths, args.seconds)
             naive = rate(lambda p, roots=roots: oracle_inside(p, roots), paths, args.seconds)
-            with_io = rate(lambda p, policy=policy: policy.decide("read", p), paths, args.seconds)
-            print(f"{n:>11} | {verdict:>13,.0f} | {engine:>14,.0f} | {naive:>12,.0f} | {verdict / naive:>12.2f}x | "
-                  f"{engine / naive:>13.2f}x | {with_io:>17,.0f}")
-    print("\ntargets: verdict/naive >= 1x at 10 rules, flat to 10,000; >= 100,000 dec/s at 1,000 rules")
+            with_io = rate(lambda p, policy=cold: policy.decide("read", p), paths, args.seconds)
+            print(f"{n:>11} | {verdict:>12,.0f} | {engine:>13,.0f} | {kept:>13,.0f} | {naive:>12,.0f} | "
+                  f"{engine / naive:>9.2f}x | {kept / naive:>9.2f}x | {with_io:>17,.0f}")
+    print("\ntargets: decisions >= 1x naive at 10 rules, flat to 10,000; >= 100,000 dec/s at 1,000 rules")
     return 0
 
 

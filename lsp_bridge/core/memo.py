@@ -29,6 +29,8 @@ class DecisionMemo(Generic[V]):
         return self._answers.get(key)
 
     def put(self, key: Hashable, value: V) -> None:
+        if self._limit <= 0:
+            return
         if len(self._answers) >= self._limit:
             self._answers.clear()
         self._answers[key] = value

@@ -62,7 +62,7 @@ from lsp_bridge.core.decision import (
     Target,
     inspect,
 )
-from lsp_bridge.core.memo import DecisionMemo
+from lsp_bridge.core.memo import DEFAULT_LIMIT, DecisionMemo
 from lsp_bridge.core.paths import fold, is_within, realpath
 from lsp_bridge.core.protected import ProtectedAreas, default_areas, protected_reason
 from lsp_bridge.core.rules import RuleSet
@@ -103,7 +103,7 @@ class Policy:
     """
 
     def __init__(self, scope: Scope, configs: Sequence[tuple[str, Config]], *,
-                 areas: ProtectedAreas | None = None):
+                 areas: ProtectedAreas | None = None, memo_size: int = DEFAULT_LIMIT):
         if not configs:
             raise ValueError("a policy needs at least one configuration")
         self.scope = scope
@@ -125,7 +125,7 @@ class Policy:
         self._given = tuple(
             (os.path.normpath(e.given), e.path) for e in scope.union.entries if os.path.normpath(e.given) != e.path
         )
-        self._memo: DecisionMemo[Decision] = DecisionMemo()
+        self._memo: DecisionMemo[Decision] = DecisionMemo(memo_size)  # 0: nothing kept (benchmarks, tests)
 
     @cached_property
     def hardlinks(self) -> HardLinkIndex:
@@ -345,8 +345,14 @@ class Policy:
         return ItemDecision(whole, parts, whole.decision, whole.reason)
 
     def decide_granted(self, op: str, target: Target, granted: Container[tuple[str, str]] = ()) -> Verdict:
-        """The verdict for one resolved target after session grants (listings and searches filter with it)."""
-        return self._decide_item((op, target), granted).verdict
+        """The verdict for one resolved target after session grants (listings and searches filter with it):
+        ``decide_batch([(op, target)], granted)``'s, without the batch's records."""
+        if op not in NEEDS:
+            return self._decide_item((op, target), granted).verdict  # rename, or an error to raise
+        decision = self.decide_target(op, target)
+        if decision.decision == "request" and (NEEDS[op], decision.path) in granted:
+            return "allow"
+        return decision.decision
 
     def decide_children(
         self, op: str, directory: str, names: Iterable[str], granted: Container[tuple[str, str]] = (),

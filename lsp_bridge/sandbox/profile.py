@@ -41,7 +41,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from lsp_bridge.core.paths import canonical, depth, is_within, relative_to
-from lsp_bridge.core.policy import Decision, Target
+from lsp_bridge.core.policy import Decision, Target, inspect
 from lsp_bridge.core.protected import protected_reason
 from lsp_bridge.core.settings import PROJECT_FILE_NAME
 
@@ -100,8 +100,8 @@ class MountOp:
             return ["--tmpfs", self.target]
         if self.kind == "mask-file":
             return ["--ro-bind", "/dev/null", self.target]
-        if self.kind == "mask-dir":
-            return ["--perms", "0555", "--tmpfs", self.target, "--remount-ro", self.target]
+        if self.kind == "mask-dir":  # made read-only after every mount (``Profile.bwrap_args``): an allowed
+            return ["--perms", "0555", "--tmpfs", self.target]  # file below it is bound on a point made inside
         raise ValueError(f"unknown mount kind {self.kind!r}")
 
     def to_json(self) -> dict:
@@ -185,6 +185,9 @@ class Profile:
         args: list[str] = []
         for op in self.ops:
             args += op.bwrap_args()
+        for op in self.ops:
+            if op.kind == "mask-dir":
+                args += ["--remount-ro", op.target]
         for name, value in self.env:
             args += ["--setenv", name, value]
         args += ["--chdir", self.chdir, *self.namespace_args]
@@ -259,12 +262,14 @@ class _Builder:
         self.hidden: list[Hidden] = []
         self.unenforceable: list[Unenforceable] = []
         self.notes: list[str] = []
+        self.dark: list[str] = []  # union entries the command may not read (walked for what it may)
         self.user_file = self._user_file()
 
     # -- decisions ------------------------------------------------------------
 
     def decide(self, op: str, path: str) -> Decision:
-        return self.policy.decide_target(op, Target(path))
+        inode, nlink = inspect(path)
+        return self.policy.decide_target(op, Target(path, inode=inode, nlink=nlink))
 
     def _user_file(self) -> str:
         for _, config in self.session.configs():
@@ -349,11 +354,14 @@ class _Builder:
                     self.system.append(MountOp("mask-file", path, reason="system: password hashes and host keys"))
 
     def add_trees(self) -> None:
+        """Each union entry at its own path, as the engine decides the entry itself; one it may
+        not read stays out, and ``add_candidates`` still brings in what it may read below it."""
         scope = self.session.scope
         for entry in scope.union.entries:
             read = self.decide("read", entry.path)
             if read.decision != "allow":
                 self.hide(entry.path, read)
+                self.dark.append(entry.path)
                 continue
             write = self.decide("write", entry.path)
             if write.decision == "allow":
@@ -369,9 +377,8 @@ class _Builder:
 
         An anchor above a tree (a rule allowing the whole repository to be read) is
         mounted too; the tree goes on top of it (mounts are applied parents first).
-        A rule with ``includes`` is mounted only when its anchor itself is readable:
-        the files its globs select outside the union stay out (never more than the
-        policy allows; possibly less)."""
+        An anchor the command may not read itself (a rule whose ``includes`` select
+        files below it) is walked by ``add_candidates`` for the entries it may read."""
         for ruleset in self.policy.rulesets():
             for compiled in ruleset.compiled:
                 anchor = compiled.anchor
@@ -385,6 +392,8 @@ class _Builder:
                 if read.decision == "request":
                     self.hide(real, read)
                 if read.decision != "allow":
+                    if os.path.isdir(real) and real not in self.dark:
+                        self.dark.append(real)  # its globs may still allow entries below it
                     continue
                 write = self.decide("write", real)
                 rule = compiled.rule
@@ -412,22 +421,44 @@ class _Builder:
             self.add(MountOp("ro-bind", s.source, s.source, f"toolchain ({kind}): {s.reason}"), "ro")
 
     def add_candidates(self) -> None:
-        """Masks and nested binds: rule matches, protected names, configuration files."""
+        """Masks and nested binds wherever the engine's answer can differ from its directory's.
+
+        The answer for an entry can differ from its parent's only where something names it: a
+        rule's anchor, a glob (an include or an exclude) of a rule above it, a protected name, a
+        union entry, an approval area or a sibling checkout, an active configuration file, or a
+        second hard link. Each such entry is decided by the engine and mounted, masked or left
+        to inherit its parent accordingly (``apply``); everything else inherits.
+        """
         candidates: dict[str, str] = {}  # path -> why it is a candidate ("rule" | "protected")
-        globbed = []
-        exact: list[str] = []
-        for ruleset in self.policy.rulesets():
-            for compiled in ruleset.compiled:
-                if compiled.includes or compiled.excludes:
-                    globbed.append(compiled)
-                else:
-                    exact.append(compiled.anchor)
-        for tree in [op for op in self.ops if op.kind in ("bind", "ro-bind")]:
-            rules = [c for c in globbed if is_within(tree.target, c.anchor) or is_within(c.anchor, tree.target)]
-            if tree.kind == "bind" or rules:
-                self.walk(tree.target, tree.kind == "bind", rules, candidates)
-        for path in exact:
-            if self.state_at(path) in ("rw", "ro") and path not in self.state:
+        compiled = [c for ruleset in self.policy.rulesets() for c in ruleset.compiled]
+        globbed = [c for c in compiled if c.includes or c.excludes]
+        anchors = {c.anchor for c in compiled}
+        scope = self.session.scope
+        anchors.update(e.path for e in scope.union.entries)
+        anchors.update(e.path for e in scope.approval_only.entries)
+        anchors.update(scope.request_checkouts())
+        hard = any(c.rule.read == "deny" for c in compiled)  # a second name of a denied file may sit anywhere
+        trees = [op.target for op in self.ops if op.kind in ("bind", "ro-bind")]
+        for tree in trees:
+            writable = self.state_at(tree) == "rw"
+            rules = [c for c in globbed if is_within(tree, c.anchor) or is_within(c.anchor, tree)]
+            inner = any(a != tree and is_within(a, tree) for a in anchors)
+            if writable or rules or inner or hard:
+                self.walk(tree, writable, rules, anchors, hard, candidates)
+        # A tree the command may not read: a union entry is walked like any (an exclude may give an
+        # entry back to the baseline); a rule's anchor only for what a rule allowing reads names in it.
+        opening = [c for c in compiled if c.rule.read == "allow" and not c.reduced]
+        entries = {e.path for e in scope.union.entries}
+        for tree in self.dark:
+            candidates_rules = globbed if tree in entries else [c for c in opening if c.includes or c.excludes]
+            named = anchors if tree in entries else {c.anchor for c in opening}
+            rules = [c for c in candidates_rules if is_within(tree, c.anchor) or is_within(c.anchor, tree)]
+            inner = {a for a in named if a != tree and is_within(a, tree)}
+            if rules or inner:
+                self.walk(tree, False, rules, inner, False, candidates)
+        trees += self.dark
+        for path in anchors:
+            if path not in self.state and any(is_within(path, t) for t in trees):
                 candidates.setdefault(path, "rule")
         areas = self.policy.areas
         for own in (areas.state_dir, areas.cache_dir):  # Root Guard's own directories, made so they can be bound
@@ -441,7 +472,7 @@ class _Builder:
         for path in sorted(candidates, key=depth):
             self.apply(path, candidates[path] == "protected")
 
-    def walk(self, tree: str, writable: bool, rules, candidates: dict[str, str]) -> None:
+    def walk(self, tree: str, writable: bool, rules, anchors: set[str], hard: bool, candidates: dict[str, str]) -> None:
         budget = MAX_WALK
         stack = [tree]
         while stack:
@@ -469,18 +500,19 @@ class _Builder:
                 if writable and protected and protected_reason(path, self.policy.areas) is not None:
                     candidates[path] = "protected"
                     continue  # read-only as a whole: nothing below needs looking at
-                for compiled in rules:
-                    if is_within(path, compiled.anchor) and compiled.matches(relative_to(path, compiled.anchor)):
-                        candidates.setdefault(path, "rule")
-                        break
+                if path in anchors or any(_names(c, path) for c in rules):
+                    candidates.setdefault(path, "rule")
+                elif hard and not is_dir and _several_links(entry):
+                    candidates.setdefault(path, "rule")
                 if is_dir and not (name == ".pnpm" and os.path.basename(directory) == "node_modules"):
                     stack.append(path)
 
     def apply(self, path: str, protected: bool) -> None:
+        """Mount, mask or leave ``path`` so that the sandbox shows it as the engine decides."""
         here = self.state_at(path)
-        if here not in ("rw", "ro"):
-            return  # hidden, masked or not mounted
         if not os.path.lexists(path):
+            if here not in ("rw", "ro"):
+                return  # hidden or not mounted: nothing to create it in
             read = self.decide("read", path)
             if read.decision != "allow":
                 self.unenforceable.append(Unenforceable(path, f"{read.decision} ({read.reason}), but it does not "
@@ -491,16 +523,19 @@ class _Builder:
             return
         read = self.decide("read", path)
         if os.path.islink(path):
-            if read.decision != "allow":  # a bind mount follows the link: it cannot cover the link itself
+            if read.decision != "allow" and here in ("rw", "ro"):  # a bind mount follows the link
                 self.unenforceable.append(Unenforceable(path, f"{read.decision} ({read.reason}), but it is a symbolic "
                                                               "link: a mount cannot cover a link, only its target"))
             return
         is_dir = os.path.isdir(path)
         if read.decision != "allow":
-            kind = "mask-dir" if is_dir else "mask-file"
-            self.add(MountOp(kind, path, reason=f"{read.decision}: {read.reason}"), "masked")
             if read.decision == "request":
                 self.hide(path, read)
+            if here in ("rw", "ro"):
+                kind = "mask-dir" if is_dir else "mask-file"
+                self.add(MountOp(kind, path, reason=f"{read.decision}: {read.reason}"), "masked")
+            elif here is None and is_dir:
+                self.state[path] = "masked"  # not mounted: stays out (its allowed entries are bound inside)
             return
         write = self.decide("write", path)
         want = "rw" if write.decision == "allow" and not protected else "ro"
@@ -549,6 +584,23 @@ class _Builder:
             elif op.kind == "ro-bind":
                 ro.append(op.target)
         return tuple(dict.fromkeys(ro)), tuple(dict.fromkeys(rw))
+
+
+def _names(compiled, path: str) -> bool:
+    """Whether an include or an exclude of ``compiled`` names ``path`` (which may change its answer)."""
+    if not is_within(path, compiled.anchor):
+        return False
+    rel = relative_to(path, compiled.anchor)
+    return bool(rel) and ((compiled.includes and compiled.includes.matches(rel))
+                          or (compiled.excludes and compiled.excludes.matches(rel)))
+
+
+def _several_links(entry: os.DirEntry) -> bool:
+    try:
+        info = entry.stat(follow_symlinks=False)
+    except OSError:
+        return False
+    return info.st_nlink > 1
 
 
 def _system_python() -> str | None:

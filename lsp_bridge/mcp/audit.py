@@ -11,7 +11,14 @@ The log lives at ``<platformdirs user_state_dir('rootguard')>/audit.jsonl``
 (mode 0600, directory 0700). It rotates by size: when a line would take the
 file past ``max_bytes`` it becomes ``audit.jsonl.1`` (older ones shift up to
 ``backups``). Several servers may write at once: each write holds an
-``flock`` on ``audit.jsonl.lock`` and appends one whole line.
+``flock`` on ``audit.jsonl.lock`` and appends one whole line. An ``flock`` belongs
+to an open file, which every thread of a process shares, so the threads of one
+server also take ``AuditLog``'s own lock: without it one thread's rotation closed
+the descriptor another was about to write, and that line was lost.
+
+One decision, one line per target (all of a call's lines share its
+``correlation_id``); an allowed call whose I/O then fails adds nothing: the
+agent gets the error, the log keeps the decision.
 """
 
 from __future__ import annotations
@@ -24,6 +31,7 @@ import json
 import os
 import stat
 import sys
+import threading
 import time
 from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime
@@ -71,20 +79,26 @@ class AuditLog:
         self.backups = max(1, int(backups))
         self._fd: int | None = None
         self._inode: int | None = None
-        self._lock: int | None = None
+        self._lock: int | None = None  # the lock file's descriptor (flock: between processes)
+        self._threads = threading.Lock()  # between this process's threads
 
     def record(self, entry: dict) -> None:
         """Write one decision; raises ``AuditError`` if it cannot be written."""
         line = (json.dumps(_bounded(entry), ensure_ascii=False, separators=(",", ":")) + "\n").encode(
             "utf-8", "backslashreplace"
         )
-        try:
-            self._append(line)
-        except OSError as exc:
-            self.close()
-            raise AuditError(f"cannot write the audit log {self.path}: {exc.strerror or exc}") from None
+        with self._threads:
+            try:
+                self._append(line)
+            except OSError as exc:
+                self._close_all()
+                raise AuditError(f"cannot write the audit log {self.path}: {exc.strerror or exc}") from None
 
     def close(self) -> None:
+        with self._threads:
+            self._close_all()
+
+    def _close_all(self) -> None:
         self._close_log()
         if self._lock is not None:
             os.close(self._lock)

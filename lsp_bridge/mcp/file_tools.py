@@ -58,7 +58,7 @@ ERROR_CODES = (
     "policy_denied", "batch_rejected", "path_changed", "invalid_arguments", "unknown_tool",
     "not_found", "already_exists", "is_a_directory", "not_a_directory", "file_too_large",
     "binary_file", "edit_not_found", "edit_ambiguous", "io_error", "audit_unavailable", "workspace_changed",
-    "internal_error",
+    "internal_error", "cancelled",
 )
 APPROVAL_CODES = {"deny": "approval_denied", "timeout": "approval_timeout", "no_approver": "no_approver"}
 TOOLS = (
@@ -498,7 +498,7 @@ class FileTools:
                 self._log(plan, "allow", None, plan.reason)
         try:
             result = _RUNNERS[plan.tool](self, plan)
-        except safe_io.SafeIOError as err:  # the allow line is written; the code says what failed
+        except safe_io.SafeIOError as err:  # the decision's line is written; the code says what failed
             message = err.message
             for access in plan.accesses:  # a target outside the project is named as the agent gave it
                 for resolved, given in ((access.resolved, access.given), (access.dest, access.dest_given)):
@@ -509,10 +509,12 @@ class FileTools:
             err.correlation_id = plan.correlation_id
             err.message = self.shown(err.message)
             raise
-        except OSError as err:  # a race the safe I/O did not name: still a coded, audited error
-            self._log_failure(plan, "io_error", str(err))
+        except OSError as err:  # a race the safe I/O did not name: still a coded error, under the same id
             raise ToolError("io_error", self.shown(f"{err.strerror or err}; the operation failed"),
                             plan.correlation_id) from None
+        except Exception as exc:  # a bug in a runner: the decision's line stands, the agent gets a code
+            raise ToolError("internal_error", f"the call failed unexpectedly ({type(exc).__name__}); "
+                            "it may have done part of its work", plan.correlation_id) from None
         result["correlation_id"] = plan.correlation_id
         return result
 
@@ -521,13 +523,6 @@ class FileTools:
         """Log a refusal of ``plan`` and return the error to raise."""
         self._log(plan, "deny", code, reason, approval=approval, approver=approver)
         return ToolError(code, self.shown(reason), plan.correlation_id)
-
-    def _log_failure(self, plan: Plan, code: str, reason: str) -> None:
-        """An allowed call that failed while doing its I/O: one more audit line saying so."""
-        try:
-            self._log(plan, "error", code, reason)
-        except ToolError:
-            pass
 
     def shown(self, text: str) -> str:
         """A message for the agent: paths relative to the project, never absolute host paths."""

@@ -218,14 +218,12 @@ class GuardedServer:
             plan = decided
             approval = approver = None
             if plan.verdict == "request":
-                preview = await anyio.to_thread.run_sync(self._preview, plan)  # what a write changes, for the tray
-                request = ApprovalRequest(plan.tool, plan.operation, targets_of(plan.approval_targets()),
-                                          plan.rule, plan.reason, plan.describe(), preview=preview)
-                outcome: Outcome | Deferred
-                if state is not None and state.kind == "approval":  # the retried call brings the answer
-                    outcome = self.approvals.answered(request, self._client_answer(params, plan, state), CLIENT)
-                else:
-                    outcome = await self.approvals.ask(request, self._client_step(ctx, plan, modern), approver=CLIENT)
+                try:
+                    outcome = await self._approval(ctx, params, plan, state, modern)
+                except anyio.get_cancelled_exc_class():  # the client gave up waiting: still one line for it
+                    with anyio.CancelScope(shield=True):
+                        await anyio.to_thread.run_sync(self._log_cancelled, tools, plan)
+                    raise
                 if isinstance(outcome, Deferred):
                     return outcome.value
                 approval, approver = outcome.answer, outcome.approver
@@ -238,6 +236,22 @@ class GuardedServer:
         except Exception as exc:  # noqa: BLE001 - every failure is a coded error with an audit line
             log.warning("%s failed unexpectedly: %s", params.name, type(exc).__name__)
             return _error(tools.failure(params.name, params.arguments, caller, exc))
+
+    async def _approval(self, ctx, params, plan: Plan, state, modern: bool) -> Outcome | Deferred:
+        """The one approval service's answer for a request-level plan (or a question deferred to the client)."""
+        preview = await anyio.to_thread.run_sync(self._preview, plan)  # what a write changes, for the tray
+        request = ApprovalRequest(plan.tool, plan.operation, targets_of(plan.approval_targets()),
+                                  plan.rule, plan.reason, plan.describe(), preview=preview)
+        if state is not None and state.kind == "approval":  # the retried call brings the answer
+            return self.approvals.answered(request, self._client_answer(params, plan, state), CLIENT)
+        return await self.approvals.ask(request, self._client_step(ctx, plan, modern), approver=CLIENT)
+
+    @staticmethod
+    def _log_cancelled(tools: FileTools, plan: Plan) -> None:
+        try:
+            tools.reject(plan, "cancelled", f"the client cancelled the call while it waited for approval ({plan.reason})")
+        except ToolError:  # the log itself failed: the server's log says so
+            log.warning("%s: the cancelled call's audit line could not be written", plan.correlation_id)
 
     def _decide_quickly(self, tools: FileTools, name: str, arguments: dict,
                         caller: Caller) -> Plan | dict[str, Any] | None:

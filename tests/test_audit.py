@@ -167,3 +167,29 @@ def test_threads_of_one_server_lose_no_line_across_rotations(tmp_path):
     assert not errors
     seen = Counter(r["correlation_id"] for r in read_records(str(path), rotated=True))
     assert len(seen) == 8 * 500 and set(seen.values()) == {1}
+
+
+HOSTILE = "a\rb\x1b[2J\x1b]52;c;ZWNobyBoaQ==\x07\x9b31m\u202egnp.exe\u2028\x7fz"
+
+
+def test_the_audit_trail_cannot_rewrite_the_terminal_that_reviews_it(isolated_user):
+    """An agent chooses the paths it asks for, and they are logged as given: ``rootguard audit`` prints
+    every control, format and separator character escaped (carriage return, a clear-screen, OSC 52
+    clipboard writes, C1 controls, a right-to-left override, DEL), in its text and in its JSON."""
+    import subprocess
+    import sys
+
+    log = AuditLog()
+    log.record(a_record(1, relative_path=HOSTILE, reason=f"denied: {HOSTILE}"))
+    log.close()
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    for extra in ([], ["--json"]):
+        out = subprocess.run([sys.executable, "-m", "lsp_bridge.cli.main", "audit", *extra], capture_output=True,
+                             text=True, timeout=60, env=env, check=True).stdout
+        assert out.strip(), extra
+        raw = [c for c in out.rstrip("\n") if c in "\r\x1b\x07\x9b\u202e\u2028\x7f"]
+        assert raw == [], (extra, out)
+        if extra:
+            assert json.loads(out)["relative_path"] == HOSTILE  # the JSON still reads back exactly
+        else:
+            assert "\\x1b[2J" in out and "\\u202e" in out

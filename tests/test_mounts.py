@@ -510,3 +510,22 @@ def test_a_fifo_a_repository_ships_where_roots_and_check_read_is_not_waited_on(t
                                capture_output=True, text=True, timeout=60)
         assert "internal error" not in shown.stderr
         assert shown.returncode == 0, (command, shown.stderr)
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.skipif(not os.path.exists("/proc/kmsg") or os.geteuid() != 0, reason="/proc/kmsg is readable by root only")
+def test_a_tsconfig_extending_a_kernel_interface_never_hangs_a_command(tmp_path):
+    """``/proc/kmsg`` looks like a regular file and a read of it waits for the next kernel message:
+    a repository's ``tsconfig.json`` that extends it once hung ``roots``, ``mounts`` and ``run``.
+    Kernel interface files are refused as configuration files, and nothing is ever read blocking."""
+    from tests.conftest import make_repo
+
+    repo = make_repo(tmp_path / "repo", {"packages/app/tsconfig.json": '{"extends": "/proc/kmsg"}\n'})
+    for command in (["roots", "--json"], ["mounts", "--json"]):
+        done = subprocess.run([sys.executable, "-m", "lsp_bridge.cli.main", *command, str(repo / "packages" / "app")],
+                              capture_output=True, text=True, timeout=30,
+                              env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])})
+        assert done.returncode in (0, 2), done.stderr
+        answer = json.loads(done.stdout)
+        mounts = answer["mounts"] if command[0] == "roots" else answer
+        assert "/proc/kmsg" not in json.dumps(mounts["suggested"]) + json.dumps(mounts["single_files"])

@@ -220,21 +220,40 @@ class PrefixIndex(Generic[V]):
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 
 
+PSEUDO_FILESYSTEMS = frozenset({
+    "proc", "sysfs", "debugfs", "tracefs", "securityfs", "configfs", "pstore", "efivarfs", "bpf", "cgroup",
+    "cgroup2", "devtmpfs", "devpts", "mqueue", "hugetlbfs", "fusectl", "binfmt_misc", "autofs", "rpc_pipefs",
+})
+"""Kernel interfaces that show "regular files" which are not: reading one can block for ever
+(``/proc/kmsg``), return the kernel's state, or act (``/sys/.../trigger``)."""
+
+
 def open_regular(path: str, flags: int, mode: int = 0o600) -> int:
-    """A blocking descriptor of the regular file ``path`` opened with ``flags``; ``OSError`` for
-    anything else. The open itself never blocks: a FIFO put in a file's place would otherwise
-    hold the process until someone opened its other end (the audit log, the tray's history)."""
+    """A descriptor of the regular file ``path`` opened with ``flags``; ``OSError`` for anything
+    else. Nothing about it ever blocks: the open (a FIFO put in a file's place would otherwise
+    hold the process until someone opened its other end: the audit log, the tray's history) and
+    its reads (the descriptor stays non-blocking, which changes nothing for a real file). A file
+    of a kernel interface (``/proc``, ``/sys``...) is refused: it only looks regular."""
     try:
         fd = os.open(path, flags | os.O_NONBLOCK | os.O_CLOEXEC, mode)
     except OSError as err:
         if err.errno == errno.ENXIO:  # a FIFO with no reader (or a device with none) opened for writing
             raise OSError(errno.EINVAL, "not a regular file") from None
         raise
-    if not stat.S_ISREG(os.fstat(fd).st_mode):
+    info = os.fstat(fd)
+    if not stat.S_ISREG(info.st_mode):
         os.close(fd)
         raise OSError(errno.EINVAL, "not a regular file")
-    os.set_blocking(fd, True)
+    if _pseudo(info.st_dev):
+        os.close(fd)
+        raise OSError(errno.EINVAL, "a kernel interface file, not a regular file")
     return fd
+
+
+def _pseudo(device: int) -> bool:
+    from lsp_bridge.core.filesystems import filesystem_type
+
+    return filesystem_type(device) in PSEUDO_FILESYSTEMS
 
 
 def read_regular(path: str, limit: int, *, follow: bool = False) -> bytes | None:

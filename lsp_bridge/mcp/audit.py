@@ -33,6 +33,7 @@ import stat
 import sys
 import threading
 import time
+import unicodedata
 from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime
 
@@ -246,8 +247,30 @@ class Follower:
 # ``rootguard audit``
 
 
+def shown(text: object) -> str:
+    """``text`` safe to print on a terminal: every control, format or unassigned character (``\\r``,
+    ESC, C1 controls, bidirectional overrides, line separators) written as an escape, so text an
+    agent chose cannot rewrite the terminal that reviews it (clear it, move the cursor, set the
+    clipboard with OSC 52)."""
+    return "".join(_escape(char) if unicodedata.category(char)[0] in "CZ" and char != " " else char
+                   for char in str(text))
+
+
+def _escape(char: str) -> str:
+    code = ord(char)
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
+
+
+def _json_line(record: dict) -> str:
+    """The record as JSON for a terminal: what ``json`` leaves raw (DEL, C1 controls, bidirectional
+    and other format characters) is written as a ``\\u`` escape, which JSON reads back the same."""
+    text = json.dumps(record, ensure_ascii=False)
+    return "".join(f"\\u{ord(c):04x}" if unicodedata.category(c)[0] in "CZ" and c != " " and ord(c) < 0x10000
+                   else c for c in text)
+
+
 def format_record(record: dict) -> str:
-    """One human-readable line."""
+    """One human-readable line, safe to print (``shown``)."""
     target = f"{record.get('project_id') or '-'}:{record.get('relative_path') or ''}"
     if record.get("dest_relative_path"):
         target += f" -> {record['dest_relative_path']}"
@@ -266,7 +289,7 @@ def format_record(record: dict) -> str:
     if isinstance(mirror, dict) and mirror.get("agrees") is False:
         parts.append(f"MIRROR: roots union would {mirror.get('roots_union')}")
     parts.append(str(record.get("reason", "")))
-    return "  ".join(parts)
+    return shown("  ".join(parts))
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -360,7 +383,7 @@ def _selected(records: Iterable[dict], args) -> list[dict]:
 
 def _print(records: Iterable[dict], as_json: bool) -> None:
     for record in records:
-        print(json.dumps(record, ensure_ascii=False) if as_json else format_record(record))
+        print(_json_line(record) if as_json else format_record(record))
     sys.stdout.flush()
 
 

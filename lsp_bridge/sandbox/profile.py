@@ -453,9 +453,9 @@ class _Builder:
             candidates_rules = globbed if tree in entries else [c for c in opening if c.includes or c.excludes]
             named = anchors if tree in entries else {c.anchor for c in opening}
             rules = [c for c in candidates_rules if is_within(tree, c.anchor) or is_within(c.anchor, tree)]
-            inner = {a for a in named if a != tree and is_within(a, tree)}
-            if rules or inner:
-                self.walk(tree, False, rules, inner, False, candidates)
+            below = {a for a in named if a != tree and is_within(a, tree)}
+            if rules or below:
+                self.walk(tree, False, rules, below, False, candidates)
         trees += self.dark
         for path in anchors:
             if path not in self.state and any(is_within(path, t) for t in trees):
@@ -500,9 +500,8 @@ class _Builder:
                 if writable and protected and protected_reason(path, self.policy.areas) is not None:
                     candidates[path] = "protected"
                     continue  # read-only as a whole: nothing below needs looking at
-                if path in anchors or any(_names(c, path) for c in rules):
-                    candidates.setdefault(path, "rule")
-                elif hard and not is_dir and _several_links(entry):
+                named = path in anchors or any(_names(c, path) for c in rules)
+                if named or (hard and not is_dir and _several_links(entry)):
                     candidates.setdefault(path, "rule")
                 if is_dir and not (name == ".pnpm" and os.path.basename(directory) == "node_modules"):
                     stack.append(path)

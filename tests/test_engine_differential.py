@@ -249,14 +249,18 @@ UNDER_A = {"anchor": ".", "absolute": False, "read": "allow", "write": None, "de
 
 
 def _session(world: Path, user: list[dict], project: list[dict], roots: list[str]):
+    """The example's files and session. Each example starts with no approved configuration on record
+    (``config_trust``: a fresh state directory), so every route reads the files just written."""
     repo = world / "repo"
     user_file = world / "user.toml"
     user_file.write_text(_toml(user, repo, relative_ok=False))
     (repo / ".rootguard.toml").write_text(_toml(project, repo, relative_ok=True))
+    os.environ["XDG_STATE_HOME"] = tempfile.mkdtemp(dir=world, prefix="state-")
     env = {**os.environ, "ROOTGUARD_CONFIG": str(user_file)}
     folders = [str(repo / r) if r != "." else str(repo) for r in roots]
     session = open_session(folders, env)
     assert not [d for d in session.diagnostics if d.severity == "error"], session.diagnostics
+    assert not session.held()
     return session, env, folders
 
 

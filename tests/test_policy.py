@@ -169,10 +169,15 @@ def test_project_allow_beyond_the_baseline_is_reduced_to_request(repo, isolated_
     from_project = decide([narrow], "read", store / "index.js")
     assert (from_project.decision, from_project.rule) == ("request", "pnpm-store")
     assert "project file cannot allow beyond the host baseline" in from_project.reason
-    (narrow / ".rootguard.toml").unlink()
+    (narrow / ".rootguard.toml").unlink()  # the project file inside the root goes, with its write = deny:
     user_config(isolated_user, f'version = 2\n[[paths]]\nid = "pnpm-store"\npath = "{repo}/node_modules/.pnpm"\n'
                 'policies = { read = "allow", write = "deny" }\n')
-    assert decide([narrow], "read", store / "index.js").decision == "allow"
+    session = open_session([str(narrow)])
+    assert session.held()  # an agent could have deleted it: held until the person approves
+    assert session.policy.decide("read", str(store / "index.js")).decision == "request"
+    assert session.accept_held()
+    assert session.policy.decide("read", str(store / "index.js")).decision == "allow"
+    assert decide([narrow], "read", store / "index.js").decision == "allow"  # approved: recorded for next time
 
 
 def test_project_allow_inside_the_baseline_stays_allow(repo):

@@ -250,7 +250,7 @@ def cmd_run(args) -> int:
     """``rootguard run``: parse, build the profile, run (or print) it; 125 when it cannot."""
     import shlex
 
-    from lsp_bridge.sandbox.profile import ProfileError, build_profile
+    from lsp_bridge.sandbox.profile import ProfileError, build_profile, watch_judges
     from lsp_bridge.sandbox.runner import ConfinementError, find_bwrap, run
 
     command = list(args.command)
@@ -270,7 +270,7 @@ def cmd_run(args) -> int:
             line = profile.command_line(command or ["COMMAND"], bwrap=find_bwrap() or "bwrap")
             write(_format_command(line, shlex.quote))
             return 0
-        return run(profile, command, landlock_only=args.landlock_only)
+        return run(profile, command, landlock_only=args.landlock_only, judges=watch_judges(session))
     except (ConfinementError, ProfileError) as err:
         print(f"rootguard run: {_safe(str(err))}", file=sys.stderr)
         return EXIT_UNCONFINED

@@ -61,12 +61,14 @@ from lsp_bridge.core.config_files import (  # noqa: F401 - re-exported
     config_candidates,
     find_project_config,
     read_config_text,
+    search_stop,
     user_config_path,
 )
+from lsp_bridge.core.config_trust import ConfigFileText, Recorded, RecordError, TrustStore
 from lsp_bridge.core.diagnostics import Diagnostic
-from lsp_bridge.core.paths import canonical
+from lsp_bridge.core.paths import canonical, is_within
 from lsp_bridge.core.record import dataclass
-from lsp_bridge.core.settings import DENY_ALL, PROJECT_FILE_NAME, Config, Mount, PathRule
+from lsp_bridge.core.settings import DENY_ALL, PROJECT_FILE_NAME, Config, Mount, PathRule, Source
 from lsp_bridge.core.toml_positions import _error, _shown, parse_toml  # noqa: F401 - re-exported
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at start-up (core/record.py)
@@ -76,17 +78,18 @@ if TYPE_CHECKING:
 __all__ = [  # the configuration API, wherever each piece now lives
     "APPROVAL_KEYS", "ENV_CONFIG", "ENV_ROOTS", "MAX_APPROVAL_TIMEOUT", "MAX_CONFIG_BYTES", "PROJECT_FILE_NAME",
     "V1_REPLACEMENTS", "V1_SAFETY_DEFAULTS", "V2_SAFETY_VALUES", "ConfigKeeper", "Layer", "LoadResult", "ParsedFile",
-    "config_candidates", "diagnostics_for_text", "find_project_config", "load_config", "loosening", "parse_file",
+    "Held", "config_candidates", "diagnostics_for_text", "find_project_config", "load_config", "loosening", "parse_file",
     "parse_text", "parse_toml", "read_config_text", "user_config_path",
 ]
 
 
 @dataclass(frozen=True)
 class LoadResult:
-    """``config`` is ``None`` when a configuration file has an error."""
+    """``config`` is ``None`` when a configuration file has an error; ``recorded``: the files it read."""
 
     config: Config | None
     diagnostics: tuple[Diagnostic, ...] = ()
+    recorded: Recorded = Recorded()
 
 
 
@@ -142,12 +145,19 @@ def _merge(layers: list[Layer]) -> dict[str, Any]:
     return fields
 
 
-def load_config(project_root: str | None, env: Mapping[str, str] = os.environ) -> LoadResult:
-    """Load and merge every source for ``project_root`` (absolute, or ``None``)."""
+def load_config(project_root: str | None, env: Mapping[str, str] = os.environ, *,
+                recorded: Recorded | None = None) -> LoadResult:
+    """Load and merge every source for ``project_root`` (absolute, or ``None``).
+
+    ``recorded``: the files as they were when this root was last approved
+    (``config_trust``), read in place of what is on disk now; the environment is
+    read as it is now.
+    """
     diagnostics: list[Diagnostic] = []
     layers: list[Layer] = []
     fatal = False
     files: list[str] = []
+    texts: list[ConfigFileText] = []
     start = None
     if project_root is not None:
         if "\x00" in project_root or not os.path.isabs(project_root):
@@ -156,21 +166,29 @@ def load_config(project_root: str | None, env: Mapping[str, str] = os.environ) -
             return LoadResult(None, tuple(diagnostics))
         start = canonical(project_root)
 
-    user_file = None
-    try:
-        user_file = user_config_path(env)
-    except ValueError as exc:
-        diagnostics.append(_error("bad-environment-config", str(exc), None))
-        fatal = True
-    explicit = bool(env.get(ENV_CONFIG, "").strip())
-    if user_file is not None and (explicit or os.path.lexists(user_file)):
-        parsed = parse_file(user_file, source="user", base_dir=start)
-        fatal |= _take(parsed, layers, diagnostics, files)
-
-    project_file = find_project_config(start) if start is not None else None
-    if project_file is not None:
-        parsed = parse_file(project_file, source="project", base_dir=canonical(os.path.dirname(project_file)))
-        fatal |= _take(parsed, layers, diagnostics, files)
+    user_file = project_file = None
+    stop = search_stop(start) if start is not None else None
+    if recorded is not None:
+        stop = recorded.stop
+        user, project = recorded.file("user"), recorded.file("project")
+        user_file, project_file = (user.path if user else None), (project.path if project else None)
+        if user is not None:
+            fatal |= _take(user, start, layers, diagnostics, files, texts)
+        if project is not None:
+            fatal |= _take(project, canonical(os.path.dirname(project.path)), layers, diagnostics, files, texts)
+    else:
+        try:
+            user_file = user_config_path(env)
+        except ValueError as exc:
+            diagnostics.append(_error("bad-environment-config", str(exc), None))
+            fatal = True
+        explicit = bool(env.get(ENV_CONFIG, "").strip())
+        if user_file is not None and (explicit or os.path.lexists(user_file)):
+            fatal |= _read_and_take("user", user_file, start, layers, diagnostics, files, texts)
+        project_file = find_project_config(start) if start is not None else None
+        if project_file is not None:
+            fatal |= _read_and_take("project", project_file, canonical(os.path.dirname(project_file)), layers,
+                                    diagnostics, files, texts)
 
     env_roots, problems = _environment_roots(env)
     diagnostics += problems
@@ -187,61 +205,118 @@ def load_config(project_root: str | None, env: Mapping[str, str] = os.environ) -
         files=tuple(dict.fromkeys(files)),
         diagnostics=tuple(d for d in diagnostics if d.severity != "error"),
     )
-    return LoadResult(config, tuple(diagnostics))
+    return LoadResult(config, tuple(diagnostics), Recorded(tuple(texts), stop))
 
 
-def _take(parsed: ParsedFile, layers: list[Layer], diagnostics: list[Diagnostic], files: list[str]) -> bool:
-    """Record one parsed file; True when it failed."""
+def _read_and_take(source: Source, path: str, base_dir: str | None, layers: list[Layer],
+                   diagnostics: list[Diagnostic], files: list[str], texts: list[ConfigFileText]) -> bool:
+    """Read, check and record one file from disk; True when it failed."""
+    text, problem = read_config_text(path)
+    if problem is not None:
+        diagnostics.append(problem)
+        return True
+    assert text is not None  # read_config_text returns text or a problem
+    return _take(ConfigFileText(source, path, text), base_dir, layers, diagnostics, files, texts)
+
+
+def _take(file: ConfigFileText, base_dir: str | None, layers: list[Layer], diagnostics: list[Diagnostic],
+          files: list[str], texts: list[ConfigFileText]) -> bool:
+    """Check and record one file's text; True when it failed."""
+    parsed = parse_text(file.text, file.path, source=file.source, base_dir=base_dir)  # type: ignore[arg-type]
     diagnostics.extend(parsed.diagnostics)
     if parsed.layer is None:
         return True
     layers.append(parsed.layer)
     files.append(canonical(parsed.file))
+    texts.append(file)
     return False
 
 
 class ConfigKeeper:
-    """Keeps the last good configuration, or ``DENY_ALL`` if there never was one."""
+    """Keeps the configuration in force for one root: the last good one, or ``DENY_ALL`` if there never
+    was one; and, with a ``TrustStore``, never a loosening the person has not approved, across sessions."""
 
-    def __init__(self, project_root: str | None, env: Mapping[str, str] = os.environ) -> None:
+    def __init__(self, project_root: str | None, env: Mapping[str, str] = os.environ, *,
+                 store: TrustStore | None = None, agent_writable: Callable[[str], bool] | None = None) -> None:
         self.project_root = project_root
         self.env = env
+        self.store = store
+        # Where the agent can write (the session's folders): only a change made there can be held.
+        self.agent_writable = agent_writable or (lambda path: project_root is not None and is_within(path, project_root))
+        self.held: Held | None = None
         self._good: Config | None = None
+        self._recorded: Recorded | None = None  # the files ``_good`` was loaded from
         self._last = LoadResult(None)
-        self.reload()
+        self._store_note: Diagnostic | None = None
+        self.reload(trusted=False)
 
     def reload(self, *, trusted: bool = True) -> LoadResult:
         """Load again; on failure the previous good configuration stays current.
 
-        With ``trusted=False`` (a file changed while the session runs) a configuration
-        that validates but would loosen a decision is *held*: the current one stays,
-        ``held`` says why, and a diagnostic names it, until ``accept_held``.
+        ``trusted=False`` (the files may have been written by the agent: at the start of a
+        session, or when a file changed while it ran): a configuration that validates but
+        would loosen a decision, compared with the one in force (or, at the start, with the
+        one this root was last approved with), is *held*: the one in force stays, ``held``
+        says why, and a diagnostic names it, until ``accept_held``. ``trusted=True``: the
+        person made the change (saved it in the editor, answered "always"): it applies.
         """
         result = load_config(self.project_root, self.env)
         self._last = result
         if result.config is None:
             return result
-        reasons = loosening(self._good, result.config) if (not trusted and self._good is not None) else []
+        if self._good is None and not trusted:
+            self._adopt_record()
+        reasons: list[str] = []
+        if not trusted and self._good is not None and self._recorded is not None:
+            places = self._recorded.changed_places(result.recorded)
+            if any(self.agent_writable(p) for p in places):
+                reasons = loosening(self._good, result.config)
         if reasons:
-            self.held = (result.config, reasons)
+            self.held = Held(result.config, result.recorded, tuple(reasons), self._recorded)
             files = ", ".join(result.config.files) or "the configuration"
             note = Diagnostic("warning", "config-change-held",
                               f"a change to {files} would loosen the policy ({'; '.join(reasons)}); it is not "
-                              "applied until you accept it (restart the session, or accept it in the editor)",
+                              "applied until you approve it (rootguard config approve, the tray, or save the "
+                              "file in the editor)",
                               result.config.project_file or result.config.user_file)
-            self._last = LoadResult(result.config, tuple(result.diagnostics) + (note,))
+            self._last = LoadResult(result.config, (*result.diagnostics, note), result.recorded)
             return self._last
         self.held = None
-        self._good = result.config
+        self._apply(result.config, result.recorded)
         return result
 
-    held: tuple[Config, list[str]] | None = None
+    def _adopt_record(self) -> None:
+        """At the start: the configuration this root was last approved with is the one in force."""
+        if self.store is None:
+            return
+        try:
+            recorded = self.store.recorded(self.project_root)
+        except (RecordError, OSError) as exc:
+            self._store_note = Diagnostic("warning", "approved-config-unreadable",
+                                          f"the record of the configuration last approved for this root is unreadable "
+                                          f"({exc}); the configuration on disk is taken as approved", None)
+            return
+        if recorded is None:
+            return  # first use: what is on disk now is recorded as approved
+        before = load_config(self.project_root, self.env, recorded=recorded)
+        if before.config is not None:
+            self._good, self._recorded = before.config, recorded
+
+    def _apply(self, config: Config, recorded: Recorded) -> None:
+        self._good, self._recorded = config, recorded
+        if self.store is not None:
+            try:
+                self.store.record(self.project_root, recorded)
+            except OSError as exc:  # read-only state (inside a sandbox): the next session compares again
+                self._store_note = Diagnostic("warning", "approved-config-unwritten",
+                                              f"cannot record the approved configuration ({exc.strerror or exc})", None)
 
     def accept_held(self) -> bool:
-        """The person accepted a held change: apply it."""
+        """The person approved a held change: apply it (and record it as approved)."""
         if self.held is None:
             return False
-        self._good, self.held = self.held[0], None
+        held, self.held = self.held, None
+        self._apply(held.config, held.recorded)
         return True
 
     @property
@@ -251,12 +326,40 @@ class ConfigKeeper:
     @property
     def diagnostics(self) -> tuple[Diagnostic, ...]:
         """Diagnostics of the latest load (errors included when it failed)."""
-        return self._last.diagnostics
+        found = self._last.diagnostics
+        return (*found, self._store_note) if self._store_note is not None else found
 
     @property
     def healthy(self) -> bool:
         """Whether the latest load succeeded (``current`` reflects the files on disk)."""
         return self._last.config is not None
+
+
+@dataclass(frozen=True)
+class Held:
+    """A loosening change waiting for the person: the configuration on disk, why it loosens, and the
+    files in force instead (to show the difference)."""
+
+    config: Config
+    recorded: Recorded
+    reasons: tuple[str, ...]
+    approved: Recorded | None
+
+    def diff(self) -> str:
+        """A unified diff of each configuration file, approved → on disk."""
+        import difflib
+
+        before = {f.path: f for f in (self.approved.files if self.approved else ())}
+        after = {f.path: f for f in self.recorded.files}
+        chunks: list[str] = []
+        for path in sorted(set(before) | set(after)):
+            old = before[path].text if path in before else ""
+            new = after[path].text if path in after else ""
+            if old != new:
+                chunks += difflib.unified_diff(old.splitlines(True), new.splitlines(True),
+                                               f"{path} (approved)" if path in before else "/dev/null",
+                                               f"{path} (on disk)" if path in after else "/dev/null")
+        return "".join(chunks)
 
 
 _LOOSER_WORKTREES = {"ignore": 0, "request": 1, "include": 2}

@@ -56,6 +56,11 @@ def _search_dirs(start: str) -> list[str]:
         chain.append(current)
 
 
+def search_stop(start: str) -> str:
+    """Where the upward search for the project file stops: the directory holding ``.git``, or ``start``."""
+    return _search_dirs(canonical(start))[-1]
+
+
 def find_project_config(start: str) -> str | None:
     """The nearest ``.rootguard.toml`` from ``start`` (absolute) up to the git top."""
     for directory in _search_dirs(canonical(start)):

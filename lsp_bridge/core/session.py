@@ -12,8 +12,10 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping, Sequence
 
-from lsp_bridge.core.config import ConfigKeeper, config_candidates
+from lsp_bridge.core.config import ConfigKeeper, Held, config_candidates
+from lsp_bridge.core.config_trust import TrustStore
 from lsp_bridge.core.diagnostics import Diagnostic
+from lsp_bridge.core.paths import is_within
 from lsp_bridge.core.record import dataclass, field
 from lsp_bridge.core.scope import Scope, build_scope
 from lsp_bridge.core.settings import DENY_ALL, Config
@@ -28,6 +30,8 @@ class Session:
     """Keeps one configuration per folder and rebuilds the policy on change."""
 
     env: Mapping[str, str] = field(default_factory=lambda: os.environ)
+    # Where each root's approved configuration is kept (None: nothing is compared across sessions).
+    store: TrustStore | None = field(default_factory=TrustStore.default)
     folders: tuple[str, ...] = ()
     _keepers: dict[str, ConfigKeeper] = field(default_factory=dict)
     _extra: dict[str, ConfigKeeper] = field(default_factory=dict)  # roots that are not folders
@@ -37,8 +41,17 @@ class Session:
 
     def set_folders(self, folders: Sequence[str]) -> None:
         self.folders = tuple(folders)
-        self._keepers = {f: self._keepers.get(f) or ConfigKeeper(_config_root(f), self.env) for f in self.folders}
+        self._keepers = {f: self._keepers.get(f) or self._keeper(f) for f in self.folders}
         self.rebuild()
+
+    def _keeper(self, folder: str) -> ConfigKeeper:
+        return ConfigKeeper(_config_root(folder), self.env, store=self.store, agent_writable=self.agent_writable)
+
+    def agent_writable(self, path: str) -> bool:
+        """Whether an agent working in this session can write at ``path``: inside a folder or another
+        union entry (a worktree, a configured root). Only a configuration change made there is held."""
+        areas = [*self.folders, *(e.path for e in self.scope.union.entries)] if self.scope else list(self.folders)
+        return any(is_within(path, area) for area in areas)
 
     def reload_configs(self, *, trusted: bool = True) -> list[Diagnostic]:
         """Reload every configuration. ``trusted=False``: a file changed while the session
@@ -52,6 +65,11 @@ class Session:
         """One line per held (loosening) configuration change, for the person."""
         return [d.message for k in [*self._keepers.values(), *self._extra.values()] if k.held
                 for d in k.diagnostics if d.code == "config-change-held"]
+
+    def held_changes(self) -> list[tuple[str, Held]]:
+        """(root, the held change) for each root whose configuration on disk waits for approval."""
+        keepers = [*self._keepers.items(), *self._extra.items()]
+        return [(root, keeper.held) for root, keeper in keepers if keeper.held is not None]
 
     def accept_held(self) -> bool:
         accepted = [k.accept_held() for k in [*self._keepers.values(), *self._extra.values()]]
@@ -110,7 +128,7 @@ class Session:
             wanted.add(entry.path)
             keeper = self._extra.get(entry.path)
             if keeper is None:
-                keeper = self._extra[entry.path] = ConfigKeeper(_config_root(entry.path), self.env)
+                keeper = self._extra[entry.path] = self._keeper(entry.path)
             found.append((entry.path, keeper.current))
         for gone in set(self._extra) - wanted:
             del self._extra[gone]
@@ -129,7 +147,10 @@ def _config_root(folder: str) -> str | None:
     return folder if isinstance(folder, str) and os.path.isabs(folder) and os.path.isdir(folder) else None
 
 
-def open_session(folders: Sequence[str], env: Mapping[str, str] = os.environ) -> Session:
-    session = Session(env=env)
+def open_session(folders: Sequence[str], env: Mapping[str, str] = os.environ, *,
+                 store: TrustStore | None = None) -> Session:
+    """The session of ``folders``; each root's configuration is compared with the one it was last
+    approved with (``store``: the user's own by default)."""
+    session = Session(env=env, store=store if store is not None else TrustStore.default())
     session.set_folders(folders)
     return session

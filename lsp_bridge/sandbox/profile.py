@@ -13,8 +13,8 @@ the reconciliation, and turns the answers into an ordered list of ``MountOp``:
   rule allows writing), a single-file grant as a single-file bind;
 * denied and request-level files (``/dev/null``) and directories (a read-only
   tmpfs) inside a visible tree masked; a path that does not exist cannot be
-  masked without creating a host file, so it is reported in
-  ``Profile.unenforceable`` instead;
+  masked without creating a host file, so the runner watches for it
+  (``watch.SandboxWatch``) and stops the sandbox when it appears;
 * ``.git`` and the protected targets (configuration files, editor and shell
   auto-run files) read-only inside writable trees;
 * the Landlock allow-list the exec shim applies inside (``landlock_ro``,
@@ -37,7 +37,7 @@ import contextlib
 import glob
 import os
 import sys
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from lsp_bridge.core.paths import canonical, depth, is_within, relative_to
@@ -149,6 +149,8 @@ class Profile:
     interpreter: str | None = None  # Python for the Landlock shim inside; None: no shim
     shim_source: str | None = None
     notes: tuple[str, ...] = ()
+    # Visible trees where a rule could hide a name made while the command runs (``watch_plan``).
+    guarded: tuple[str, ...] = ()
     namespace_args: tuple[str, ...] = ("--new-session", "--die-with-parent", "--unshare-pid")
     env: tuple[tuple[str, str], ...] = (("ROOTGUARD_SANDBOX", "1"),)
 
@@ -174,6 +176,19 @@ class Profile:
             op for op in self.ops
             if (op.mask or op.kind in ("bind", "ro-bind")) and any(t != op.target and is_within(op.target, t) for t in visible)
         )
+
+    def watch_plan(self) -> tuple[list[tuple[str, str]], list[str], list[str]]:
+        """What the runner watches on the host (``watch.SandboxWatch``): each mask or nested mount with the
+        visible tree it sits in, the visible directories (where a file the policy hides could appear) and
+        the writable ones (where a name the policy does not let the command write could be created)."""
+        trees = [op.target for op in self.trees]
+        masks = []
+        for op in self.watched():
+            holders = [t for t in trees if t != op.target and is_within(op.target, t)]
+            masks.append((op.target, max(holders, key=len)))
+        visible = [t for t in self.guarded if os.path.isdir(t)]
+        writable = [op.target for op in self.ops if op.kind == "bind" and os.path.isdir(op.target)]
+        return masks, visible, writable
 
     def visible(self, path: str) -> bool:
         return any(is_within(path, op.target) for op in self.trees)
@@ -335,6 +350,7 @@ class _Builder:
             interpreter=interpreter,
             shim_source=shim,
             notes=tuple(self.notes),
+            guarded=self.guarded(),
         )
 
     def add_system(self) -> None:
@@ -512,14 +528,7 @@ class _Builder:
         if not os.path.lexists(path):
             if here not in ("rw", "ro"):
                 return  # hidden or not mounted: nothing to create it in
-            read = self.decide("read", path)
-            if read.decision != "allow":
-                self.unenforceable.append(Unenforceable(path, f"{read.decision} ({read.reason}), but it does not "
-                                                              "exist: masking it would create a file on the host"))
-            elif protected and here == "rw":
-                self.unenforceable.append(Unenforceable(path, "protected (configuration file), but it does not "
-                                                              "exist: creating it inside the sandbox is not prevented"))
-            return
+            return  # creating it is watched: the runner stops the sandbox (``watch.SandboxWatch``)
         read = self.decide("read", path)
         if os.path.islink(path):
             if read.decision != "allow" and here in ("rw", "ro"):  # a bind mount follows the link
@@ -545,6 +554,18 @@ class _Builder:
             self.add(MountOp("ro-bind", path, path, why), "ro")
         else:
             self.add(MountOp("bind", path, path, f"writable: {write.reason}"), "rw")
+
+    def guarded(self) -> tuple[str, ...]:
+        """The visible trees (union entries, rules' anchors) where a rule that hides or asks could name
+        a file made while the command runs: the runner watches them for one."""
+        hiding = [c.anchor for ruleset in self.policy.rulesets() for c in ruleset.compiled
+                  if c.verdict("read") in ("deny", "request")]
+        scope = self.session.scope
+        hiding += [e.path for e in scope.approval_only.entries] + list(scope.request_checkouts())
+        hiding += [p for p in self.policy.areas.admin_dirs]
+        trees = [op.target for op in self.ops if op.kind in ("bind", "ro-bind") and op.reason.startswith(
+            ("union entry", "rule", "single-file grant"))]
+        return tuple(t for t in trees if any(is_within(a, t) or is_within(t, a) for a in hiding))
 
     def chdir(self) -> str:
         if self.cwd:
@@ -583,6 +604,29 @@ class _Builder:
             elif op.kind == "ro-bind":
                 ro.append(op.target)
         return tuple(dict.fromkeys(ro)), tuple(dict.fromkeys(rw))
+
+
+def watch_judges(session) -> tuple[Callable[[str], tuple[str, bool] | None], Callable[[str], str | None]]:
+    """For the runner's watch, the one engine's answers about a path just made: why it may not be
+    written (and whether it is a protected target, which the runner sets aside), and why it may not
+    be read; None: it may."""
+    policy = session.policy
+
+    def decided(op: str, path: str) -> Decision:
+        inode, nlink = inspect(path)
+        return policy.decide_target(op, Target(path, inode=inode, nlink=nlink))
+
+    def refuses(path: str) -> tuple[str, bool] | None:
+        decision = decided("write", path)
+        if decision.decision == "allow":
+            return None
+        return f"{decision.decision}: {decision.reason}", protected_reason(path, policy.areas) is not None
+
+    def hides(path: str) -> str | None:
+        decision = decided("read", path)
+        return None if decision.decision == "allow" else f"{decision.decision}: {decision.reason}"
+
+    return refuses, hides
 
 
 def _names(compiled, path: str) -> bool:
@@ -630,4 +674,5 @@ __all__ = [
     "ProfileError",
     "Unenforceable",
     "build_profile",
+    "watch_judges",
 ]

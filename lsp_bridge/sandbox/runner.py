@@ -21,12 +21,13 @@ import signal
 import subprocess
 import sys
 import threading
-from collections.abc import Sequence
-from typing import TextIO
+from collections.abc import Callable, Sequence
+from typing import Any, TextIO
 
 from lsp_bridge.sandbox.profile import Profile
 
 EXIT_UNCONFINED = 125
+Judge = Callable[[str], Any]  # why the policy refuses a path just made (None: it allows it): profile.watch_judges
 _FORWARDED = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGQUIT)
 
 
@@ -50,8 +51,12 @@ def announce(profile: Profile, stderr: TextIO) -> None:
 
 
 def run(profile: Profile, command: Sequence[str], *, env=None, stderr: TextIO = sys.stderr,
-        landlock_only: bool = False) -> int:
-    """Run ``command`` confined by ``profile``; the exit status to return."""
+        landlock_only: bool = False, judges: tuple[Judge, Judge] | None = None) -> int:
+    """Run ``command`` confined by ``profile``; the exit status to return.
+
+    ``judges``: why the policy does not let the command write, and read, a path just made in a
+    visible tree (None: it may; ``profile.watch_judges``); such a creation stops the sandbox
+    (``watch.SandboxWatch``). Without them only the masks are watched."""
     if not command:
         raise ConfinementError("no COMMAND to run")
     env = dict(os.environ if env is None else env)
@@ -66,11 +71,16 @@ def run(profile: Profile, command: Sequence[str], *, env=None, stderr: TextIO = 
     if landlock_only:
         print("rootguard run: --landlock-only ignored: bubblewrap is available and enforces more", file=stderr)
     announce(profile, stderr)
-    return _run_bwrap(bwrap, profile, command, env, stderr)
+    return _run_bwrap(bwrap, profile, command, env, stderr, judges or (_nothing, _nothing))
 
 
-def _run_bwrap(bwrap: str, profile: Profile, command: Sequence[str], env: dict, stderr: TextIO) -> int:
-    from lsp_bridge.sandbox.watch import MaskWatcher
+def _nothing(path: str) -> None:
+    return None
+
+
+def _run_bwrap(bwrap: str, profile: Profile, command: Sequence[str], env: dict, stderr: TextIO,
+               judges: tuple[Judge, Judge]) -> int:
+    from lsp_bridge.sandbox.watch import SandboxWatch
 
     args_fd = os.memfd_create("rootguard-bwrap-args", 0)
     status_r, status_w = os.pipe()
@@ -78,11 +88,12 @@ def _run_bwrap(bwrap: str, profile: Profile, command: Sequence[str], env: dict, 
     stopped: list[str] = []
 
     def violation(path: str, what: str) -> None:
-        stopped.append(f"{path}: {what} on the host while the command ran; the mask no longer covered it")
+        stopped.append(f"{path}: {what}")
         if proc is not None and proc.poll() is None:
             proc.kill()  # bwrap --die-with-parent: the whole PID namespace goes with it
 
-    watcher = MaskWatcher([op.target for op in profile.watched()], violation)
+    masks, visible, writable = profile.watch_plan()
+    watcher = SandboxWatch(masks, visible, writable, *judges, violation)
     try:
         data = b"".join(os.fsencode(a) + b"\0" for a in profile.bwrap_args())
         os.write(args_fd, data)
@@ -114,6 +125,8 @@ def _run_bwrap(bwrap: str, profile: Profile, command: Sequence[str], env: dict, 
         os.close(status_r)
     if stopped:
         print(f"rootguard run: stopped the sandbox: {stopped[0]}", file=stderr)
+        for line in watcher.remedy():
+            print(f"rootguard run: {line}", file=stderr)
         return EXIT_UNCONFINED
     started = any("child-pid" in doc for doc in _documents(b"".join(status)))
     if not started:

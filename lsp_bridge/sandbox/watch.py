@@ -1,61 +1,136 @@
-"""Masks stay true: watch the masked paths on the host while the command runs.
+"""What the sandbox cannot forbid by mounts, it watches for, and stops.
 
-A mount covers the file (inode) that was at the path when the sandbox started.
-An in-place edit keeps the mask, but a host-side ``mv new .env`` (or a delete
-and re-create) puts a *different* file at the path, which the sandbox then
-sees. ``MaskWatcher`` watches the parent directory of every masked or nested
-mount (watchdog, one non-recursive watch per directory) and calls
-``on_violation(path, what)`` the moment such a path is created, deleted or
-renamed onto or away; the runner then stops the sandbox and says why.
+Three things a mount cannot hold, each watched on the host while the command runs
+(watchdog: inotify on Linux), each stopping the sandbox the moment it happens:
+
+* **A mask replaced.** A mount covers the file (inode) that was at the path when the
+  sandbox started. A host-side ``mv new .env`` (or a delete and re-create) puts a
+  *different* file at the path, which the sandbox then sees.
+* **A mask's ancestor renamed.** Renaming a directory that holds a mask or a
+  read-only protected file (``mv config cfg2``) carries the file out from under the
+  rule anchored on its path: every later session would see ``cfg2/secret.json``.
+* **A name created that the policy does not let the command write**, in a writable
+  tree: a protected target (a candidate configuration file such as
+  ``.rootguard.toml``, a ``.git``, the files editors, shells and agents run or read by
+  themselves: ``.envrc``, ``.vscode/tasks.json``, ``.devcontainer/``,
+  ``.claude/settings.json``...), or a path a rule denies writing. One that did not
+  exist cannot be masked without creating it on the host, so its creation (a new
+  file or directory, a rename or a link onto the name) is what is watched, and the
+  one policy engine decides each event (``refuses``: why writing it is not allowed,
+  or None).
+* **A name created that the policy hides**, in any visible tree, on either side (a
+  file a deny rule names that did not exist when the sandbox started, then written
+  on the host: the sandbox would see it). ``hides``: why reading it is not allowed,
+  or None.
+
+On any of them ``on_violation(path, what)`` is called once; the runner kills the
+whole sandbox, then ``remedy()`` undoes what it can on the host (nothing is
+deleted: a protected name created in a writable tree (a configuration or auto-run
+file, a ``.git``: what acts on the next session) is renamed aside,
+``NAME.rootguard-held-<time>``, for the person to look at; a renamed ancestor is
+renamed back when its name is free; any other file stays where it is). Who made a
+name cannot be told from the host (the person may have made it meanwhile): the
+message names it either way.
 """
 
 from __future__ import annotations
 
 import os
 import threading
+import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from lsp_bridge.core.paths import is_within
 
-class MaskWatcher:
-    def __init__(self, paths: Iterable[str], on_violation: Callable[[str, str], None]):
-        self.paths = frozenset(paths)
+HELD_SUFFIX = ".rootguard-held-"
+
+
+class SandboxWatch:
+    """Watches ``masks`` (their paths and ancestors up to their tree) and ``writable`` trees."""
+
+    def __init__(self, masks: Iterable[tuple[str, str]], visible: Iterable[str], writable: Iterable[str],
+                 refuses: Callable[[str], tuple[str, bool] | None], hides: Callable[[str], str | None],
+                 on_violation: Callable[[str, str], None]):
+        self.masks = frozenset(path for path, _ in masks)
+        # Each masked path's ancestors strictly inside its tree: renaming one carries the mask away.
+        self.ancestors: dict[str, str] = {}
+        for path, tree in masks:
+            parent = os.path.dirname(path)
+            while parent != tree and is_within(parent, tree) and parent != os.path.dirname(parent):
+                self.ancestors.setdefault(parent, path)
+                parent = os.path.dirname(parent)
+        self.visible = tuple(sorted(set(visible) | set(writable)))
+        self.writable = tuple(sorted(set(writable)))
+        self.refuses = refuses
+        self.hides = hides
         self.on_violation = on_violation
         self.violation: tuple[str, str] | None = None
+        self._remedies: list[tuple[str, str]] = []  # (what to rename, to what)
         self._lock = threading.Lock()
         self._observer: Any = None
 
+    # -- watching ------------------------------------------------------------
+
     def start(self) -> None:
-        if not self.paths:
+        if not (self.masks or self.visible):
             return
         from watchdog.events import FileSystemEventHandler
         from watchdog.observers import Observer
 
-        watcher = self
+        watch = self
 
         class Handler(FileSystemEventHandler):
             def on_any_event(self, event) -> None:
-                if event.event_type not in ("created", "deleted", "moved"):
-                    return
-                src = os.fsdecode(event.src_path)
-                dest = os.fsdecode(getattr(event, "dest_path", "") or "")
-                if event.event_type == "moved" and dest in watcher.paths:
-                    watcher._fire(dest, f"another file was renamed onto it ({src})")
-                elif src in watcher.paths:
-                    what = {"created": "it was created or replaced", "deleted": "it was deleted",
-                            "moved": f"it was renamed away (to {dest})"}[event.event_type]
-                    watcher._fire(src, what)
+                if event.event_type in ("created", "deleted", "moved"):
+                    watch.seen(event.event_type, os.fsdecode(event.src_path),
+                               os.fsdecode(getattr(event, "dest_path", "") or ""))
 
         observer = Observer()
-        for directory in sorted({os.path.dirname(p) for p in self.paths}):
-            if os.path.isdir(directory):
+        below = [d for d in self.visible if os.path.isdir(d)]
+        below = [d for d in below if not any(d != t and is_within(d, t) for t in below)]  # one watch per tree
+        for tree in below:
+            observer.schedule(Handler(), tree, recursive=True)
+        flat = {os.path.dirname(p) for p in (*self.masks, *self.ancestors)}
+        for directory in sorted(flat):
+            if os.path.isdir(directory) and not any(is_within(directory, t) for t in below):
                 observer.schedule(Handler(), directory, recursive=False)
         observer.daemon = True
         observer.start()
         self._observer = observer
 
-    def _fire(self, path: str, what: str) -> None:
+    def seen(self, kind: str, src: str, dest: str) -> None:
+        """One file-system event: a violation, or nothing."""
+        if kind == "moved" and dest in self.masks:
+            self._fire(dest, f"another file was renamed onto it ({src}); the mask no longer covered it")
+        elif src in self.masks:
+            what = {"created": "it was created or replaced", "deleted": "it was deleted",
+                    "moved": f"it was renamed away (to {dest})"}[kind]
+            self._fire(src, f"{what}; the mask no longer covered it")
+        elif kind == "moved" and src in self.ancestors:
+            self._fire(src, f"it was renamed to {dest}, carrying {self.ancestors[src]} out from under its rule",
+                       (dest, src))
+        elif kind in ("created", "moved"):
+            made = dest if kind == "moved" else src
+            if HELD_SUFFIX in os.path.basename(made):
+                return
+            refusal = self.refuses(made) if any(is_within(made, t) for t in self.writable) else None
+            if refusal is not None and refusal[1]:  # a protected name: it acts on the next session
+                self._fire(made, f"it was created while the command ran, where the policy does not let it "
+                                 f"write ({refusal[0]})", (made, _held_name(made)))
+                return
+            hidden = self.hides(made)
+            if hidden is not None:
+                self._fire(made, f"it was created while the command ran and the policy hides it ({hidden}); "
+                                 "the sandbox would have shown it")
+            elif refusal is not None:
+                self._fire(made, f"it was created while the command ran, where the policy does not let it "
+                                 f"write ({refusal[0]})")
+
+    def _fire(self, path: str, what: str, remedy: tuple[str, str] | None = None) -> None:
         with self._lock:
+            if remedy is not None:
+                self._remedies.append(remedy)
             if self.violation is not None:
                 return
             self.violation = (path, what)
@@ -66,3 +141,29 @@ class MaskWatcher:
             self._observer.stop()
             self._observer.join(timeout=5)
             self._observer = None
+
+    # -- undoing ---------------------------------------------------------------
+
+    def remedy(self) -> list[str]:
+        """After the sandbox is gone: rename aside what was created, rename back what was renamed.
+        One line per step, for the person."""
+        done: list[str] = []
+        with self._lock:
+            remedies = list(self._remedies)
+        for current, wanted in remedies:
+            if not os.path.lexists(current):
+                continue
+            if os.path.lexists(wanted):
+                done.append(f"left {current} where it is: {wanted} exists")
+                continue
+            try:
+                os.rename(current, wanted)
+            except OSError as err:
+                done.append(f"could not rename {current} to {wanted}: {err.strerror or err}")
+            else:
+                done.append(f"renamed {current} to {wanted}")
+        return done
+
+
+def _held_name(path: str) -> str:
+    return f"{path}{HELD_SUFFIX}{time.strftime('%Y%m%d-%H%M%S')}"

@@ -32,6 +32,7 @@ from lsp_bridge.agents.model import (
     path_values,
     require_object,
     text_field,
+    under,
 )
 from lsp_bridge.agents.shell import confined
 
@@ -86,7 +87,7 @@ def tool_call(agent: str, event: str, session: str, cwd: str, tool: str, args: M
         pattern = args.get("pattern")
         if tool == "Glob" and isinstance(pattern, str) and pattern:
             prefix = glob_base(pattern)
-            base = [prefix if prefix.startswith("/") else f"{b.rstrip('/')}/{prefix}" for b in base]
+            base = [under(b, prefix) for b in base]
         found = accesses("read", base, cwd, env)
     elif tool in SHELL_TOOLS:
         shell = text_field(args, "command")

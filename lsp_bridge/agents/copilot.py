@@ -31,6 +31,7 @@ from lsp_bridge.agents.model import (
     path_values,
     require_object,
     text_field,
+    under,
 )
 from lsp_bridge.agents.shell import confined
 
@@ -66,7 +67,7 @@ def parse(payload: Any, env: Mapping[str, str]) -> ToolCall:
         pattern = args.get("pattern")
         if tool == "glob" and isinstance(pattern, str) and pattern:
             prefix = glob_base(pattern)
-            bases = [prefix if prefix.startswith("/") else f"{b.rstrip('/')}/{prefix}" for b in bases]
+            bases = [under(b, prefix) for b in bases]
         found = accesses("read", bases, cwd, env)
     elif tool in SHELL_TOOLS:
         shell = text_field(args, "command")

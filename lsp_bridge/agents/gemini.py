@@ -32,6 +32,7 @@ from lsp_bridge.agents.model import (
     path_values,
     require_object,
     text_field,
+    under,
 )
 from lsp_bridge.agents.shell import confined
 
@@ -88,12 +89,12 @@ def _search(args: Mapping[str, Any], cwd: str, env: Mapping[str, str]) -> list[A
     pattern = args.get("pattern")
     if isinstance(pattern, str) and "/" in pattern and any(c in pattern for c in GLOB_CHARS):
         prefix = glob_base(pattern)  # glob's pattern may climb: "../../**/.env"
-        bases = [prefix if prefix.startswith("/") else f"{b.rstrip('/')}/{prefix}" for b in bases]
+        bases = [under(b, prefix) for b in bases]
     return accesses("read", bases, cwd, env)
 
 
 def _many(args: Mapping[str, Any], cwd: str, env: Mapping[str, str]) -> list[Access]:
-    base = (path_values(args, ("dir_path", "path")) or ["."])[0]
+    base = (path_values(args, ("dir_path", "path"), lists=False) or ["."])[0]
     patterns: list[str] = []
     for key in ("paths", "include"):
         value = args.get(key)
@@ -107,7 +108,7 @@ def _many(args: Mapping[str, Any], cwd: str, env: Mapping[str, str]) -> list[Acc
     found: list[str] = []
     for pattern in patterns:
         prefix = glob_base(pattern)
-        found.append(prefix if prefix.startswith("/") else f"{base.rstrip('/')}/{prefix}")
+        found.append(under(base, prefix))
     return accesses("read", found, cwd, env)
 
 

@@ -156,9 +156,14 @@ def expand(value: str, cwd: str, env: Mapping[str, str]) -> list[str]:
 
 
 def _squash(path: str) -> str:
-    """Collapse repeated slashes; keep ``..`` (the engine climbs after links as the kernel does)."""
+    """Collapse repeated slashes and ``.`` components; keep ``..`` (the engine climbs after links
+    as the kernel does)."""
     while "//" in path:
         path = path.replace("//", "/")
+    while "/./" in path:
+        path = path.replace("/./", "/")
+    if path.endswith("/.") and len(path) > 2:
+        path = path[:-2]
     return path
 
 
@@ -179,6 +184,15 @@ def glob_base(pattern: str) -> str:
     return base or "."
 
 
+def under(base: str, relative: str) -> str:
+    """``relative`` (a glob's literal part) read from ``base``: ``under(".", "../x")`` is ``../x``."""
+    if relative.startswith("/") or base in ("", "."):
+        return relative
+    if relative in ("", "."):
+        return base
+    return f"{base.rstrip('/')}/{relative}"
+
+
 def accesses(op: str | tuple[str, ...], values: Iterable[str], cwd: str, env: Mapping[str, str]) -> list[Access]:
     ops = (op,) if isinstance(op, str) else op
     found: list[Access] = []
@@ -188,8 +202,8 @@ def accesses(op: str | tuple[str, ...], values: Iterable[str], cwd: str, env: Ma
     return found
 
 
-def path_values(args: Mapping[str, Any], keys: Iterable[str] = PATH_KEYS) -> list[str]:
-    """The strings under ``keys`` (present ones; a list under a list key counts too)."""
+def path_values(args: Mapping[str, Any], keys: Iterable[str] = PATH_KEYS, *, lists: bool = True) -> list[str]:
+    """The strings under ``keys`` (present ones; with ``lists``, the strings of ``PATH_LIST_KEYS`` too)."""
     values: list[str] = []
     for key in keys:
         value = args.get(key)
@@ -197,7 +211,7 @@ def path_values(args: Mapping[str, Any], keys: Iterable[str] = PATH_KEYS) -> lis
             values.append(value)
         elif value is not None and not isinstance(value, str):
             raise HookInputError(f"tool argument `{key}` must be a string, not {type(value).__name__}")
-    for key in PATH_LIST_KEYS:
+    for key in PATH_LIST_KEYS if lists else ():
         value = args.get(key)
         if value is None:
             continue

@@ -16,11 +16,12 @@ then blocks, since it cannot know which directories the agent was given.
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Any
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (`rootguard roots` imports this module)
+if TYPE_CHECKING:
+    from typing import Any
 
 MAX_SETTINGS_BYTES = 4 << 20
 
@@ -29,10 +30,24 @@ class SettingsError(ValueError):
     """An agent's settings file that exists but cannot be read or parsed; names the file."""
 
 
-@dataclass(frozen=True)
 class ExtraDir:
-    path: str  # absolute, normalised
-    source: str  # the settings file (and key) that gave it
+    """A directory an agent's settings add to its scope (no dataclass: `rootguard roots` imports this
+    module, and ``dataclasses`` brings ``re`` and ``inspect``)."""
+
+    __slots__ = ("path", "source")
+
+    def __init__(self, path: str, source: str) -> None:
+        self.path = path  # absolute, normalised
+        self.source = source  # the settings file (and key) that gave it
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, ExtraDir) and (self.path, self.source) == (other.path, other.source)
+
+    def __hash__(self) -> int:
+        return hash((self.path, self.source))
+
+    def __repr__(self) -> str:
+        return f"ExtraDir({self.path!r}, {self.source!r})"
 
 
 def home(env: Mapping[str, str]) -> str:
@@ -92,6 +107,8 @@ def load(path: str) -> Any:
             return tomllib.loads(text)
         except tomllib.TOMLDecodeError as err:
             raise SettingsError(f"{path}: not valid TOML ({err})") from None
+    import json  # here: `rootguard roots` imports this module, and reads no JSON when no agent is set up
+
     try:
         return json.loads(strip_json_comments(text) if text.strip() else "{}")
     except ValueError as err:

@@ -17,9 +17,7 @@ in ``~/.copilot/hooks/``). Anything else is a warning, ``agent-unguarded``.
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 
 from lsp_bridge.agents import AGENTS
 from lsp_bridge.agents.places import SettingsError, codex_home, home, load
@@ -36,19 +34,25 @@ ALL_TOOLS = ("*", "", ".*", None)
 
 def ours(command: object, agent: str) -> bool:
     """Whether a hook command is Root Guard's hook for ``agent``."""
+    import re  # here: `rootguard roots` imports this module and no regular expression otherwise
+
     return isinstance(command, str) and re.search(rf"(?:lsp_bridge\.cli|rootguard)['\"]?\s+hook\s+{agent}\b",
                                                   command) is not None
 
 
-@dataclass(frozen=True)
 class AgentState:
-    agent: str
-    present: bool
-    config_dirs: tuple[str, ...]  # where it was found (project markers, the user-level home)
-    guarded: bool
-    hooks: tuple[str, ...] = ()  # the settings files holding Root Guard's hook
-    note: str = ""  # why it is not guarded, or what to know
-    problems: tuple[str, ...] = field(default=())
+    """One agent for a set of folders (no dataclass: `rootguard roots` imports this module, and
+    ``dataclasses`` brings ``re`` and ``inspect``)."""
+
+    def __init__(self, agent: str, present: bool, config_dirs: tuple[str, ...], guarded: bool,
+                 hooks: tuple[str, ...] = (), note: str = "", problems: tuple[str, ...] = ()) -> None:
+        self.agent = agent
+        self.present = present
+        self.config_dirs = config_dirs  # where it was found (project markers, the user-level home)
+        self.guarded = guarded
+        self.hooks = hooks  # the settings files holding Root Guard's hook
+        self.note = note  # why it is not guarded, or what to know
+        self.problems = problems
 
     def to_json(self) -> dict:
         return {"agent": self.agent, "label": LABELS[self.agent], "present": self.present,
@@ -62,6 +66,15 @@ class AgentState:
         where = ", ".join(self.config_dirs)
         return (f"{LABELS[self.agent]} is present ({where}) but unguarded: {self.note or 'no Root Guard hook'}; "
                 f"run `rootguard agents install {self.agent}`")
+
+
+def unguarded_warnings(folders: Sequence[str], env: Mapping[str, str] | None = None) -> list[dict]:
+    """``{"severity", "code": "agent-unguarded", "message"}`` for each agent present and unguarded."""
+    try:
+        states = agent_states(folders, env)
+    except (OSError, ValueError):
+        return []
+    return [{"severity": "warning", "code": "agent-unguarded", "message": s.warning} for s in states if s.warning]
 
 
 def agent_states(folders: Sequence[str], env: Mapping[str, str] | None = None) -> list[AgentState]:

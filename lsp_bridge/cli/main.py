@@ -178,6 +178,9 @@ def cmd_roots(args) -> int:
     session = _session(args.folders)
     with _progress(args, "reading the roots and mounts"):
         data = roots_report(session, with_mounts=True)
+    from lsp_bridge.agents.presence import unguarded_warnings
+
+    data["warnings"] += unguarded_warnings(session.folders)
     _emit(args, data, format_roots)
     return 0
 

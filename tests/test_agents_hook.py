@@ -176,6 +176,26 @@ def test_broken_input_is_blocked_naming_the_problem(agent, raw, named):
     assert done.stderr.startswith(b"Root Guard: ")
 
 
+def test_a_hook_that_cannot_finish_in_time_blocks_the_call(shop: Path):
+    """The agent's stdin never ends (or anything else stalls): the hook's own deadline answers first."""
+    env = {**os.environ, "PYTHONPATH": str(REPO), "ROOTGUARD_HOOK_DEADLINE": "2"}
+    proc = subprocess.Popen([sys.executable, "-m", "lsp_bridge.cli", "hook", "gemini"], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    try:
+        assert proc.stdin is not None
+        proc.stdin.write(b'{"session_id": "g", "cwd": ')
+        proc.stdin.flush()
+        started = time.monotonic()
+        proc.wait(LIMIT)  # stdin stays open: the hook never sees the end of its input
+        out, err = proc.stdout.read(), proc.stderr.read()
+    finally:
+        proc.kill()
+        proc.wait(10)
+    assert proc.returncode == 2 and b"no decision within 2 s" in err
+    assert json.loads(out)["decision"] == "deny"
+    assert time.monotonic() - started < LIMIT
+
+
 def test_an_invalid_configuration_blocks_naming_file_line_column(shop: Path, isolated_user: Path):
     user = isolated_user / ".config" / "rootguard" / "config.toml"
     user.parent.mkdir(parents=True)

@@ -16,7 +16,6 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 from lsp_bridge.agents.model import (
     Access,
@@ -35,6 +34,10 @@ from lsp_bridge.agents.model import (
     under,
 )
 from lsp_bridge.agents.shell import confined
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing: the hook runs once per tool call
+if TYPE_CHECKING:
+    from typing import Any
 
 NAME = "claude"
 LABEL = "Claude Code"

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 from lsp_bridge.agents import claude
 from lsp_bridge.agents.model import (
@@ -35,6 +34,10 @@ from lsp_bridge.agents.model import (
     under,
 )
 from lsp_bridge.agents.shell import confined
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing: the hook runs once per tool call
+if TYPE_CHECKING:
+    from typing import Any
 
 NAME = "gemini"
 LABEL = "Gemini CLI"

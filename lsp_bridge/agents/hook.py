@@ -21,18 +21,19 @@ decision is written to the audit log with the agent, its session and the tool.
 from __future__ import annotations
 
 import os
+import signal
 import sys
-import threading
 import time
-import uuid
 from collections.abc import Mapping, Sequence
 from types import ModuleType
-from typing import TYPE_CHECKING, Any
 
 from lsp_bridge.agents import AGENTS, agent_module
 from lsp_bridge.agents.model import EXIT_BLOCK, NO_OBJECTION, Access, Answer, HookInputError, ToolCall, one_line
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing: the hook runs once per tool call
 if TYPE_CHECKING:
+    from typing import Any
+
     from lsp_bridge.agents.boundary import Boundary
     from lsp_bridge.core.policy import Decision
     from lsp_bridge.mcp.audit import AuditLog
@@ -52,7 +53,7 @@ def main(argv: Sequence[str] | None = None, *, stdin=None, env: Mapping[str, str
         return _emit(Answer(EXIT_BLOCK, "", f"Root Guard: {USAGE}\n"))
     name = argv[0]
     module = agent_module(name) if name in AGENTS else None
-    guard = Watchdog(module, DEADLINE)
+    guard = Watchdog(module, deadline(os.environ if env is None else env))
     guard.start()
     try:
         raw = _read(stdin if stdin is not None else sys.stdin.buffer)
@@ -62,6 +63,16 @@ def main(argv: Sequence[str] | None = None, *, stdin=None, env: Mapping[str, str
             raise
         answer = _blocked(module, None, f"Root Guard: internal error ({type(err).__name__}: {err}); the call is blocked")
     return guard.finish(answer)
+
+
+def deadline(env: Mapping[str, str]) -> float:
+    """``DEADLINE``, or a shorter one from ``ROOTGUARD_HOOK_DEADLINE`` (never longer: the agents let a
+    call through once their own hook timeout passes)."""
+    try:
+        wanted = float(env.get("ROOTGUARD_HOOK_DEADLINE", DEADLINE))
+    except ValueError:
+        return DEADLINE
+    return min(DEADLINE, wanted) if wanted > 0 else DEADLINE
 
 
 def _read(stream) -> bytes:
@@ -135,35 +146,32 @@ def _emit(answer: Answer) -> int:
 
 
 class Watchdog:
-    """Blocks the call when the hook runs past ``deadline``: an agent lets a call through
-    when its hook times out, so the hook answers first."""
+    """Blocks the call when the hook runs past ``deadline``: an agent lets a call through when
+    its hook times out, so the hook answers first (``SIGALRM``: the main thread's handler writes
+    the blocking answer and ends the process, whatever it was waiting for)."""
 
     def __init__(self, module: ModuleType | None, deadline: float) -> None:
         self.module = module
         self.deadline = deadline
         self.call: ToolCall | None = None
-        self._lock = threading.Lock()
         self._done = False
-        self._timer = threading.Timer(deadline, self._expire)
-        self._timer.daemon = True
 
     def start(self) -> None:
-        self._timer.start()
+        signal.signal(signal.SIGALRM, self._expire)
+        signal.setitimer(signal.ITIMER_REAL, self.deadline)
 
     def finish(self, answer: Answer) -> int:
-        with self._lock:
-            self._timer.cancel()
-            self._done = True
-            return _emit(answer)
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        self._done = True
+        return _emit(answer)
 
-    def _expire(self) -> None:
-        with self._lock:
-            if self._done:
-                return
-            self._done = True
-            reason = f"Root Guard: no decision within {self.deadline:g} s; the call is blocked"
-            _emit(_blocked(self.module, self.call, reason))
-            os._exit(EXIT_BLOCK)
+    def _expire(self, signum: int, frame: object) -> None:
+        if self._done:
+            return
+        self._done = True
+        reason = f"Root Guard: no decision within {self.deadline:g} s; the call is blocked"
+        _emit(_blocked(self.module, self.call, reason))
+        os._exit(EXIT_BLOCK)
 
 
 # ---------------------------------------------------------------------------
@@ -194,7 +202,6 @@ class Handler:
     # -- tool calls ------------------------------------------------------------
 
     def tool_call(self) -> Answer:
-        from lsp_bridge.agents import approval
         from lsp_bridge.agents.boundary import decide, deny_reason, no_approver_reason, pending, verdict
 
         assert self.boundary is not None
@@ -208,6 +215,8 @@ class Handler:
             return _blocked(self.module, call, reason)
         approved: tuple[str, str] | None = None
         if final == "request":
+            from lsp_bridge.agents import approval
+
             asking = pending(decided, "request")
             reason = self.request_summary(asking)
             if all(approval.granted(call, d) for _, d in asking):
@@ -283,7 +292,7 @@ class Handler:
         return answer
 
     def time_left(self) -> float:
-        return DEADLINE - (time.monotonic() - self.started) - 3.0
+        return deadline(self.env) - (time.monotonic() - self.started) - 3.0
 
     # -- widenings from the agent's side ------------------------------------------
 
@@ -350,7 +359,7 @@ class Handler:
 
     def log(self, decided: Sequence[tuple[Access, Decision]], final: str, reason: str, *, code: str | None = None,
             approval: str | None = None, approver: str | None = None) -> None:
-        correlation = self.call.correlation or uuid.uuid4().hex
+        correlation = self.call.correlation or os.urandom(16).hex()
         if not decided:
             self._record({"decision": final, "reason": reason, "code": code or "no-paths",
                           "correlation_id": correlation}, approval, approver)
@@ -369,12 +378,12 @@ class Handler:
                      approver: str | None = None) -> None:
         added = list(self.call.added_dirs) or [e.path for e in (self.boundary.extra if self.boundary else ())]
         self._record({"decision": final, "reason": line, "code": "agent-widened", "shown_in_tray": shown,
-                      "added": added, "correlation_id": self.call.correlation or uuid.uuid4().hex}, approval, approver)
+                      "added": added, "correlation_id": self.call.correlation or os.urandom(16).hex()}, approval, approver)
 
     def audit_failure(self, reason: str) -> None:
         try:
             self._record({"decision": "deny", "reason": reason, "code": "hook-error",
-                          "correlation_id": self.call.correlation or uuid.uuid4().hex}, None, None)
+                          "correlation_id": self.call.correlation or os.urandom(16).hex()}, None, None)
         except OSError:
             pass  # the call is blocked anyway
 

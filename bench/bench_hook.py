@@ -132,7 +132,7 @@ def main() -> int:
             "hook: Bash (rewritten)": (hook, call("Bash", {"command": "ls", "description": "list"}), (0,)),
         }
         times: dict[str, list[float]] = {name: [] for name in cases}
-        for name, (argv, data, ok) in cases.items():
+        for argv, data, ok in cases.values():
             run_once(argv, data, env, ok)  # warm the page cache
         for _ in range(args.rounds):
             for name, (argv, data, ok) in cases.items():

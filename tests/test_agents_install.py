@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tomllib
@@ -163,3 +164,31 @@ def test_bad_input(tmp_path: Path):
     done = agents(home, "install", "codex", "--project", "--folder", str(home))
     assert done.returncode == 2 and "--user" in done.stderr
     assert agents(home, "install", "claude", "--project", "--folder", "").returncode == 2
+
+
+def test_the_copy_bundled_in_the_extension_writes_a_hook_that_starts(tmp_path: Path):
+    """The .vsix carries lsp_bridge in bundled/libs, off the interpreter's path: the hook it writes runs the
+    bundle's launcher, and that command starts from any directory and blocks a denied read."""
+    bundle = tmp_path / "bundled"
+    shutil.copytree(REPO / "lsp_bridge", bundle / "libs" / "lsp_bridge",
+                    ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    shutil.copytree(REPO / "vscode-extension" / "bundled" / "tool", bundle / "tool")
+    home = tmp_path / "home"
+    home.mkdir()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
+    done = subprocess.run([sys.executable, str(bundle / "tool" / "launch.py"), "lsp_bridge.cli", "agents", "install",
+                           "claude"], capture_output=True, text=True, timeout=120, env={**env, "HOME": str(home)},
+                          cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    command = json.loads((home / ".claude" / "settings.json").read_text())["hooks"]["PreToolUse"][0]["hooks"][0]["command"]
+    assert command == f"{sys.executable} {bundle / 'tool' / 'launch.py'} lsp_bridge.cli hook claude"
+    secret = tmp_path / "outside" / ".env"
+    secret.parent.mkdir()
+    secret.write_text("X=1\n")
+    project = tmp_path / "project"
+    project.mkdir()
+    payload = {"session_id": "s", "cwd": str(project), "hook_event_name": "PreToolUse", "tool_name": "Read",
+               "tool_input": {"file_path": str(secret)}}
+    ran = subprocess.run(command, shell=True, input=json.dumps(payload), capture_output=True, text=True, timeout=120,
+                         env={**env, "HOME": str(home)}, cwd=project)
+    assert ran.returncode == 2 and "denied" in ran.stderr, ran.stderr

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from lsp_bridge.agents.jsonedit import JsonEditError, add_hook_groups
 from lsp_bridge.agents.places import codex_home, home, strip_json_comments
 from lsp_bridge.agents.presence import has_hook, ours
-from lsp_bridge.agents.shell import hook_command
+from lsp_bridge.agents.shell import can_start, hook_command, interpreter_command
 
 HOOK_TIMEOUT = 120  # seconds; the hook answers within its own deadline (hook.DEADLINE) anyway
 SCOPES = ("user", "project")
@@ -100,6 +100,10 @@ def plan_install(agent: str, scope: str, folder: str | None, env: Mapping[str, s
     path = settings_path(agent, scope, folder, env)
     before = _read(path)
     command = hook_command(agent)
+    problem = can_start(interpreter_command("hook", "--help"))
+    if problem is not None:  # a hook that cannot start lets every call through: never write one
+        raise InstallError(f"`{command}` cannot start from another directory ({problem}); install Root Guard "
+                           "into this interpreter (pip install) and run install again")
     if agent == "copilot":
         after = (json.dumps(copilot_file(command), indent=2) + "\n").encode()
         return Plan(agent, path, before, before if before == after else after)

@@ -21,8 +21,35 @@ SHELL_MODES = ("confine", "deny", "allow")
 
 
 def interpreter_command(*args: str) -> list[str]:
-    """``[python, -P, -m, lsp_bridge.cli, *args]`` with this installation's interpreter."""
+    """``rootguard ARGS`` as this installation runs it: ``[python, -P, -m, lsp_bridge.cli, *args]``
+    with this interpreter; for the copy bundled in the VS Code extension (``<bundle>/libs/lsp_bridge``
+    beside ``<bundle>/tool/launch.py``, not on the interpreter's own path) its launcher, which puts
+    the bundle first on the path (a script's directory, never the working directory)."""
+    import os
+
+    import lsp_bridge
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(lsp_bridge.__file__)))
+    launcher = os.path.join(os.path.dirname(root), "tool", "launch.py")
+    if os.path.basename(root) == "libs" and os.path.isfile(launcher):
+        return [sys.executable, launcher, "lsp_bridge.cli", *args]
     return [sys.executable, "-P", "-m", "lsp_bridge.cli", *args]
+
+
+def can_start(argv: list[str]) -> str | None:
+    """None when ``argv`` (a hook command with ``--help`` instead of the agent) starts from a neutral
+    directory with no PYTHONPATH, as an agent would start it; else why not."""
+    import os
+    import subprocess
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
+    try:
+        done = subprocess.run(argv, cwd="/", env=env, capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired) as err:
+        return str(err)
+    if done.returncode != 0:
+        return (done.stderr.strip().splitlines() or [f"exit {done.returncode}"])[-1]
+    return None
 
 
 def confined_argv(argv: Sequence[str], roots: Sequence[str]) -> list[str]:

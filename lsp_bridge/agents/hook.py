@@ -155,13 +155,24 @@ class Watchdog:
         self.deadline = deadline
         self.call: ToolCall | None = None
         self._done = False
+        self._timer: Any = None
 
     def start(self) -> None:
-        signal.signal(signal.SIGALRM, self._expire)
-        signal.setitimer(signal.ITIMER_REAL, self.deadline)
+        if hasattr(signal, "SIGALRM"):
+            signal.signal(signal.SIGALRM, self._expire)
+            signal.setitimer(signal.ITIMER_REAL, self.deadline)
+        else:  # no SIGALRM (Windows): a timer thread does the same
+            import threading
+
+            self._timer = threading.Timer(self.deadline, self._expire, (0, None))
+            self._timer.daemon = True
+            self._timer.start()
 
     def finish(self, answer: Answer) -> int:
-        signal.setitimer(signal.ITIMER_REAL, 0)
+        if hasattr(signal, "SIGALRM"):
+            signal.setitimer(signal.ITIMER_REAL, 0)
+        elif self._timer is not None:
+            self._timer.cancel()
         self._done = True
         return _emit(answer)
 

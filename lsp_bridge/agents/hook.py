@@ -351,12 +351,14 @@ class Handler:
 
     def warn_extra_dirs(self) -> None:
         """The agent's extra directories from its settings: warned once per agent session."""
+        assert self.boundary is not None
+        added = [e.path for e in self.boundary.extra]
+        if not added:
+            return
         from lsp_bridge.agents import approval
         from lsp_bridge.agents.widening import first_time, measure
 
-        assert self.boundary is not None
-        added = [e.path for e in self.boundary.extra]
-        if not added or not first_time(self.call, added):
+        if not first_time(self.call, added):
             return
         folders = self.boundary.folders
         bare = type(self.boundary)(folders, (), self.boundary.window,

@@ -15,6 +15,8 @@ import pytest
 from lsp_bridge.agents import copilot
 from lsp_bridge.agents.model import Access, HookInputError
 
+pytestmark = pytest.mark.timeout(60)  # every test has a time limit (pytest-timeout)
+
 CWD = "/work/shop/packages/checkout"
 ENV = {"HOME": "/home/me"}
 

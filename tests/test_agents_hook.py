@@ -21,6 +21,8 @@ from lsp_bridge.mcp.audit import audit_path, read_records
 from tests.conftest import make_repo
 from tests.trayproc import start_tray, stop
 
+pytestmark = pytest.mark.timeout(300)  # every test has a time limit (pytest-timeout)
+
 REPO = Path(__file__).resolve().parents[1]
 SECRET = "sk_live_4f9a8b7c6d5e"
 LIMIT = 120

@@ -16,6 +16,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.timeout(300)  # every test has a time limit (pytest-timeout)
+
 ROOTGUARD = [sys.executable, "-m", "lsp_bridge.cli"]
 REPO = Path(__file__).resolve().parents[1]
 

@@ -23,6 +23,8 @@ from lsp_bridge.agents import hook
 from lsp_bridge.cli.main import main as rootguard
 from tests.conftest import make_repo
 
+pytestmark = pytest.mark.timeout(600)  # every test has a time limit (pytest-timeout)
+
 STRICTNESS = {"allow": 0, "request": 1, "deny": 2}
 EXIT = {0: "allow", 1: "deny", 3: "request"}
 

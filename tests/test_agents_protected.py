@@ -17,6 +17,8 @@ import pytest
 from lsp_bridge.core.config import ConfigKeeper, diagnostics_for_text, load_config
 from tests.conftest import make_repo
 
+pytestmark = pytest.mark.timeout(300)  # every test has a time limit (pytest-timeout)
+
 REPO = Path(__file__).resolve().parents[1]
 
 PROTECTED = [

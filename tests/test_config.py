@@ -278,7 +278,7 @@ FILE = "/project/.rootguard.toml"
         ),
         (
             "version = 2\nroots = []\n",
-            "2:1: error: unknown key `roots` (expected one of: version, workspace, approvals, paths, "
+            "2:1: error: unknown key `roots` (expected one of: version, workspace, approvals, agents, paths, "
             "mounts, safety) [unknown-key]",
         ),
         (

@@ -46,6 +46,8 @@ DELEGATED = {
     "tray": ("tray.cli", "the tray app and approval broker", "tray"),
     "mcp": ("lsp_bridge.mcp.command", "the guarded MCP file server on stdio", "mcp"),
     "audit": ("lsp_bridge.mcp.audit", "the decision log", None),
+    "hook": ("lsp_bridge.agents.hook", "an agent's pre-tool hook: decide its tool call (docs/agents.md)", None),
+    "agents": ("lsp_bridge.agents.command", "install, remove and check the hook in each agent's settings", None),
 }
 EXTRA_MODULES = {"tray": ("PySide6", "shiboken6"), "mcp": ("mcp", "mcp_types", "anyio", "pydantic", "httpx")}
 
@@ -176,6 +178,9 @@ def cmd_roots(args) -> int:
     session = _session(args.folders)
     with _progress(args, "reading the roots and mounts"):
         data = roots_report(session, with_mounts=True)
+    from lsp_bridge.agents.presence import unguarded_warnings
+
+    data["warnings"] += unguarded_warnings(session.folders)
     _emit(args, data, format_roots)
     return 0
 

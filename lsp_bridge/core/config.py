@@ -68,7 +68,15 @@ from lsp_bridge.core.config_trust import ConfigFileText, Recorded, RecordError, 
 from lsp_bridge.core.diagnostics import Diagnostic
 from lsp_bridge.core.paths import canonical, is_within
 from lsp_bridge.core.record import dataclass
-from lsp_bridge.core.settings import DENY_ALL, PROJECT_FILE_NAME, Config, Mount, PathRule, Source
+from lsp_bridge.core.settings import (
+    AGENT_SHELL_STRICTNESS,
+    DENY_ALL,
+    PROJECT_FILE_NAME,
+    Config,
+    Mount,
+    PathRule,
+    Source,
+)
 from lsp_bridge.core.toml_positions import _error, _shown, parse_toml  # noqa: F401 - re-exported
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at start-up (core/record.py)
@@ -136,6 +144,10 @@ def _merge(layers: list[Layer]) -> dict[str, Any]:
             fields["worktrees"] = layer.worktrees
         if layer.approval_timeout is not None:
             fields["approval_timeout"] = layer.approval_timeout
+        if layer.agent_shell is not None:  # a project file (a cloned repository) may only make it stricter
+            current = fields.get("agent_shell", "confine")
+            if layer.source != "project" or AGENT_SHELL_STRICTNESS[layer.agent_shell] > AGENT_SHELL_STRICTNESS[current]:
+                fields["agent_shell"] = layer.agent_shell
         rules = _merge_by(rules, layer.paths, lambda rule: (rule.source, rule.id))  # ids are per source
         mounts = _merge_by(mounts, layer.mounts, lambda mount: mount.target)
         safety.update(layer.safety)
@@ -387,6 +399,8 @@ def loosening(old: Config, new: Config) -> list[str]:
         reasons.append("workspace.roots changed")
     if _LOOSER_WORKTREES.get(new.worktrees, 2) > _LOOSER_WORKTREES.get(old.worktrees, 2):
         reasons.append(f"worktrees = {new.worktrees!r} (was {old.worktrees!r})")
+    if AGENT_SHELL_STRICTNESS.get(new.agent_shell, 0) < AGENT_SHELL_STRICTNESS.get(old.agent_shell, 0):
+        reasons.append(f"agents.shell = {new.agent_shell!r} (was {old.agent_shell!r})")
     for name in ("allow_any_path", "allow_external_roots", "allow_temp_directory", "follow_symlinks"):
         if getattr(new, name) and not getattr(old, name):
             reasons.append(f"{name} became true")

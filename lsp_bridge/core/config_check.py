@@ -19,7 +19,7 @@ from lsp_bridge.core.diagnostics import Diagnostic, has_errors
 from lsp_bridge.core.globs import GlobError, check_pattern
 from lsp_bridge.core.paths import canonical
 from lsp_bridge.core.record import cast, dataclass, field
-from lsp_bridge.core.settings import VERDICTS, WORKTREE_MODES, Mount, PathRule
+from lsp_bridge.core.settings import AGENT_SHELL_MODES, VERDICTS, WORKTREE_MODES, Mount, PathRule
 from lsp_bridge.core.toml_positions import (
     KeyPath,
     _display,
@@ -58,9 +58,10 @@ V1_REPLACEMENTS: Mapping[str, str] = {
     "follow_symlinks": "set follow_symlinks on the [[paths]] rules that need it",
 }
 
-TOP_KEYS = ("version", "workspace", "approvals", "paths", "mounts", "safety")
+TOP_KEYS = ("version", "workspace", "approvals", "agents", "paths", "mounts", "safety")
 WORKSPACE_KEYS = ("roots", "worktrees")
 APPROVAL_KEYS = ("timeout_seconds",)
+AGENTS_KEYS = ("shell",)
 PATH_KEYS = ("id", "path", "policies", "includes", "excludes", "follow_symlinks")
 POLICY_KEYS = ("read", "write", "delete")
 MOUNT_KEYS = ("source", "target", "mode")
@@ -82,6 +83,7 @@ class Layer:
     paths: tuple[PathRule, ...] = ()
     mounts: tuple[Mount, ...] = ()
     safety: Mapping[str, bool] = field(default_factory=dict)  # v1 booleans written
+    agent_shell: str | None = None  # [agents] shell
 
 
 @dataclass(frozen=True)
@@ -306,6 +308,13 @@ def _check_approvals(ck: _Checker, data: dict[str, Any]) -> float | None:
     return float(value)
 
 
+def _check_agents(ck: _Checker, data: dict[str, Any]) -> str | None:
+    table = ck.table(data.get("agents", {}), ("agents",), AGENTS_KEYS)
+    if not table or "shell" not in table:
+        return None
+    return ck.choice(table["shell"], ("agents", "shell"), AGENT_SHELL_MODES)
+
+
 def _tables(ck: _Checker, data: dict[str, Any], name: str) -> list[tuple[KeyPath, Any]]:
     value = data.get(name, [])
     if not isinstance(value, list):
@@ -465,11 +474,12 @@ def _check_document(
     follow_default = {**V1_SAFETY_DEFAULTS, **safety}["follow_symlinks"] if version == 1 else False
     roots, worktrees = _check_workspace(ck, data, base_dir)
     timeout = _check_approvals(ck, data)
+    shell = _check_agents(ck, data)
     rules = _check_paths(ck, data, source, file, base_dir, follow_default)
     mounts = _check_mounts(ck, data, file, base_dir)
     if has_errors(ck.diagnostics) or version is None:
         return None
-    return Layer(source, file, version, roots, worktrees, timeout, rules, mounts, safety)
+    return Layer(source, file, version, roots, worktrees, timeout, rules, mounts, safety, shell)
 
 
 # --------------------------------------------------------------------------- parsing

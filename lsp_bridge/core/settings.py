@@ -25,6 +25,8 @@ PROJECT_FILE_NAME = ".rootguard.toml"  # the project file's one name (config, gr
 VERDICTS: tuple[str, ...] = ("allow", "request", "deny")
 STRICTNESS: dict[str, int] = {"allow": 0, "request": 1, "deny": 2}  # equal specificity: the stricter wins
 WORKTREE_MODES: tuple[str, ...] = ("include", "request", "ignore")
+AGENT_SHELL_MODES: tuple[str, ...] = ("confine", "deny", "allow")  # [agents] shell: an agent's shell tool, via its hook
+AGENT_SHELL_STRICTNESS: dict[str, int] = {"allow": 0, "confine": 1, "deny": 2}  # a project file may only go up
 DEFAULT_APPROVAL_TIMEOUT = 30.0
 
 
@@ -77,6 +79,7 @@ class Config:
     roots_source: Source | None = None
     worktrees: WorktreeMode = "include"
     approval_timeout: float = DEFAULT_APPROVAL_TIMEOUT
+    agent_shell: str = "confine"  # [agents] shell: confine | deny | allow
     paths: tuple[PathRule, ...] = ()
     mounts: tuple[Mount, ...] = ()
     # Version 1 [safety] meanings, kept while a v1 file is active.

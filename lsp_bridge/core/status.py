@@ -257,6 +257,19 @@ class ConfigPaths:
 
 
 @record
+class AgentEntry:
+    """An agent present for the window's folders, and whether Root Guard's hook guards it."""
+
+    agent: str  # claude | codex | gemini | copilot
+    label: str
+    present: bool
+    config_dirs: list[str]  # where it was found (project files, the user-level home)
+    guarded: bool
+    hooks: list[str]  # the settings files holding Root Guard's hook
+    note: str  # why it is not guarded ("" when it is)
+
+
+@record
 class Status:
     """The ``rootguard/status`` notification: what one editor window exposes."""
 
@@ -281,6 +294,7 @@ class Status:
     approver: Approver
     config: ConfigPaths
     watch_limit: str | None = None  # set when the deep rescan's budget is exhausted: what is not watched
+    agents: list[AgentEntry] | None = None  # the agents present (docs/agents.md); unguarded ones also warn
 
 
 # -- rootguard/explain -----------------------------------------------------------

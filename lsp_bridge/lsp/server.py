@@ -27,6 +27,7 @@ from lsp_bridge.core.settings import PROJECT_FILE_NAME
 from lsp_bridge.lsp.scans import Scan, ScanProgress, Scans
 
 if TYPE_CHECKING:  # imported lazily at run time (start-up speed)
+    from lsp_bridge.agents.windows import Publisher
     from lsp_bridge.approvals.service import ApprovalService
     from lsp_bridge.approvals.tray_link import TrayLink
     from lsp_bridge.core.status import Approver, Operation
@@ -90,6 +91,7 @@ class RootGuardServer(LanguageServer):
         self._recount_task: asyncio.Future | None = None
         self._recount_again = False
         self._tray: TrayLink | None = None
+        self._window: Publisher | None = None  # this window, published for the agents' hooks
         self._scans = Scans()  # background work waits while an inventory scan runs
         self._watch_lock = threading.Lock()
         self._watch_plans = 0  # plans made; the watcher applies none older than the last it applied
@@ -152,6 +154,21 @@ class RootGuardServer(LanguageServer):
         self.protocol.notify(STATUS, status)
         if self._tray is not None:
             self._tray.publish_status(status)
+        self.publish_window(status)
+
+    def publish_window(self, status: dict) -> None:
+        """Where the agents' hooks find this window's folders (``lsp_bridge/agents/windows.py``)."""
+        try:
+            if self._window is None:
+                import atexit
+
+                from lsp_bridge.agents.windows import Publisher
+
+                self._window = Publisher(self.tracker.session_id, self.client_name)
+                atexit.register(self._window.remove)
+            self._window.publish(status, status.get("agents") or ())
+        except (OSError, ValueError) as err:  # the editor keeps working; the hooks fall back to the project folder
+            log.warning("cannot publish this window for the agents' hooks: %s", err)
 
     def approver(self) -> Approver:
         """Who answers request-level accesses now: the tray, the editor, or nobody."""
@@ -774,6 +791,8 @@ async def on_folders_changed(ls: RootGuardServer, params: types.DidChangeWorkspa
 
 @server.feature(types.SHUTDOWN)
 def on_shutdown(ls: RootGuardServer, *args) -> None:
+    if ls._window is not None:
+        ls._window.remove()
     ls.shutdown_watches()
     if ls._tray is not None:
         ls._tray.close()

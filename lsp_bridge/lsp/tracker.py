@@ -74,6 +74,7 @@ class RootTracker:
     mounts: dict | None = None
     mount_diagnostics: tuple[Diagnostic, ...] = ()
     _reference: Union = field(default_factory=Union)  # what the person accepted for these folders
+    _agents: tuple[tuple[str, ...], list] | None = None  # (folders, agent states) last read
 
     def __post_init__(self) -> None:
         self.session = Session(env=self.env)
@@ -117,6 +118,7 @@ class RootTracker:
         have made it), so a change that would loosen the policy is held and shown."""
         before = self.union
         self.session.reload_configs(trusted=trusted)
+        self.forget_agents()  # an agent's settings may have changed with the files watched
         return self._record(before, ())
 
     def acknowledge(self) -> Change:
@@ -219,6 +221,8 @@ class RootTracker:
         warnings = [contract.from_json(contract.StatusWarning, w) for w in warnings_of(diags)]
         if self.widened:
             warnings.insert(0, contract.StatusWarning("warning", "union-widened", self.widening_headline()))
+        agents = self.agents()
+        warnings += [contract.StatusWarning("warning", "agent-unguarded", a.warning) for a in agents if a.warning]
         return contract.Status(
             version=contract.STATUS_VERSION,
             session=self.session_id,
@@ -241,7 +245,24 @@ class RootTracker:
             approver=approver,
             config=self.config_paths(),
             watch_limit=watch_limit,
+            agents=[contract.from_json(contract.AgentEntry, a.to_json()) for a in agents if a.present],
         )
+
+    def agents(self) -> list:
+        """The agents present for the window's folders and whether each is guarded (read again when
+        the folders change or the configuration is reloaded: ``forget_agents``)."""
+        folders = tuple(self.canonical_folders())
+        if self._agents is None or self._agents[0] != folders:
+            from lsp_bridge.agents.presence import agent_states
+
+            try:
+                self._agents = (folders, agent_states(folders, self.env))
+            except (OSError, ValueError):
+                self._agents = (folders, [])
+        return self._agents[1]
+
+    def forget_agents(self) -> None:
+        self._agents = None
 
     def config_paths(self) -> contract.ConfigPaths:
         try:

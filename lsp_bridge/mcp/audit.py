@@ -23,7 +23,6 @@ agent gets the error, the log keeps the decision.
 
 from __future__ import annotations
 
-import argparse
 import fcntl
 import functools
 import hashlib
@@ -292,7 +291,9 @@ def format_record(record: dict) -> str:
     return shown("  ".join(parts))
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser():
+    import argparse  # here: every hook call writes this log, and never parses a command line
+
     p = argparse.ArgumentParser(prog="rootguard audit", description="Show the Root Guard decision log.")
     p.add_argument("--follow", "-f", action="store_true", help="keep printing new decisions as they happen")
     p.add_argument("--json", action="store_true", help="print the raw JSON lines")

@@ -49,8 +49,11 @@ SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "
 SYSTEM_MASKS = ("/etc/shadow", "/etc/shadow-", "/etc/gshadow", "/etc/gshadow-", "/etc/ssh/ssh_host_*_key")
 # Names the walk stops at as protected-target candidates; the engine's ``protected_reason``
 # (lsp_bridge.core.protected) confirms each one, so the two cannot drift apart silently.
-PROTECTED_NAMES = frozenset({".git", PROJECT_FILE_NAME, ".envrc", ".devcontainer", ".husky"})
-PROTECTED_VSCODE = frozenset({"settings.json", "tasks.json", "launch.json"})  # below a .vscode directory
+PROTECTED_NAMES = frozenset({".git", PROJECT_FILE_NAME, ".envrc", ".devcontainer", ".husky",  # and the agents' own files:
+                             ".claude", ".codex", ".gemini", ".copilot", ".cursor", ".mcp.json",
+                             "AGENTS.md", "CLAUDE.md", "CLAUDE.local.md", "GEMINI.md"})
+PROTECTED_VSCODE = frozenset({"settings.json", "tasks.json", "launch.json", "mcp.json"})  # below a .vscode directory
+PROTECTED_GITHUB = frozenset({"hooks", "copilot-instructions.md"})  # below a .github directory
 SHIM_TARGET = "/run/rootguard/landlock-shim.py"
 MAX_WALK = 400_000
 
@@ -481,7 +484,8 @@ class _Builder:
             if own and self.state_at(own) == "rw" and not os.path.lexists(own):  # read-only (else creatable inside)
                 with contextlib.suppress(OSError):
                     os.makedirs(own, 0o700, exist_ok=True)
-        machine = [areas.user_config_dir, areas.user_file, areas.state_dir, areas.cache_dir, *areas.admin_dirs]
+        machine = [areas.user_config_dir, areas.user_file, areas.state_dir, areas.cache_dir, *areas.admin_dirs,
+                   areas.runtime_dir, *areas.agent_homes]
         for path in [*self.session.config_files(), *(p for p in machine if p)]:
             if self.state_at(path) == "rw":
                 candidates.setdefault(path, "protected")
@@ -512,7 +516,7 @@ class _Builder:
                 is_dir = entry.is_dir(follow_symlinks=False)
                 protected = name in PROTECTED_NAMES or (
                     name in PROTECTED_VSCODE and os.path.basename(directory) == ".vscode"
-                )
+                ) or (name in PROTECTED_GITHUB and os.path.basename(directory) == ".github")
                 if writable and protected and protected_reason(path, self.policy.areas) is not None:
                     candidates[path] = "protected"
                     continue  # read-only as a whole: nothing below needs looking at

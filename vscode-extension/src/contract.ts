@@ -35,6 +35,21 @@ export interface AccessResult {
   approver?: string | null;
 }
 /**
+ * An agent present for the window's folders, and whether Root Guard's hook guards it.
+ *
+ * This interface was referenced by `RootGuardLsp`'s JSON-Schema
+ * via the `definition` "AgentEntry".
+ */
+export interface AgentEntry {
+  agent: string;
+  label: string;
+  present: boolean;
+  config_dirs: string[];
+  guarded: boolean;
+  hooks: string[];
+  note: string;
+}
+/**
  * A cloud identity a CI file names.
  *
  * This interface was referenced by `RootGuardLsp`'s JSON-Schema
@@ -278,6 +293,7 @@ export interface Status {
   approver: 'tray' | 'editor' | 'none';
   config: ConfigPaths;
   watch_limit?: string | null;
+  agents?: AgentEntry[] | null;
 }
 /**
  * One entry of the effective union, and why it is there.

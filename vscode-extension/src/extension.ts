@@ -3,6 +3,7 @@ import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
 import * as vscode from 'vscode';
+import { registerGuardAgents } from './agents';
 import { COMMANDS, EXECUTE_COMMAND_REQUEST, registerCommands } from './commands';
 import { registerMcpProvider } from './mcp';
 import { ReportView } from './reportView';
@@ -63,6 +64,11 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
       userConfigFile: () => existing(server.status?.config.user ?? undefined),
     }),
   );
+
+  context.subscriptions.push(registerGuardAgents({
+    serverCommand: () => server.command(), rootguardOnPath: () => onPath('rootguard'), showLog: () => log.show(true),
+    folders: () => (vscode.workspace.workspaceFolders ?? []).map((f) => f.uri.fsPath), log: (message) => log.info(message),
+  }));
 
   const version = String(context.extension?.packageJSON?.version ?? '0.0.0');
   if (!registerMcpProvider(() => server.command(), version, context.subscriptions, () => onPath('rootguard'))) {

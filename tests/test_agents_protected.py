@@ -119,12 +119,24 @@ def test_a_project_file_may_only_tighten_the_shell(tmp_path: Path, isolated_user
     assert load_config(str(root)).config.agent_shell == "deny"
 
 
-def test_loosening_the_shell_in_a_running_session_is_held(tmp_path: Path, isolated_user: Path):
-    user = isolated_user / ".config" / "rootguard" / "config.toml"
+def test_loosening_the_shell_in_a_running_session_is_held(tmp_path: Path, isolated_user: Path, monkeypatch):
+    """A user file the agent could have written (inside a root, as when the root holds the home folder):
+    a looser shell is held. One outside every root only the person could have written: it applies."""
+    repo = make_repo(tmp_path / "repo")
+    user = repo / "home" / ".config" / "rootguard" / "config.toml"
     user.parent.mkdir(parents=True)
     user.write_text('version = 2\n[agents]\nshell = "deny"\n')
-    keeper = ConfigKeeper(str(make_repo(tmp_path / "repo")))
+    monkeypatch.setenv("ROOTGUARD_CONFIG", str(user))
+    keeper = ConfigKeeper(str(repo))
     user.write_text('version = 2\n[agents]\nshell = "allow"\n')
     keeper.reload(trusted=False)
     assert keeper.current.agent_shell == "deny" and keeper.held is not None
-    assert any("agents.shell" in reason for reason in keeper.held[1])
+    assert any("agents.shell" in reason for reason in keeper.held.reasons)
+    outside = isolated_user / ".config" / "rootguard" / "config.toml"
+    outside.parent.mkdir(parents=True)
+    outside.write_text('version = 2\n[agents]\nshell = "deny"\n')
+    monkeypatch.setenv("ROOTGUARD_CONFIG", str(outside))
+    keeper = ConfigKeeper(str(repo))
+    outside.write_text('version = 2\n[agents]\nshell = "allow"\n')
+    keeper.reload(trusted=False)
+    assert keeper.current.agent_shell == "allow" and keeper.held is None

@@ -376,6 +376,8 @@ def _session(folders: Sequence[str], *, option: str = "FOLDER"):
     broken = [d for d in session.config_diagnostics() if d.severity == "error"]
     if broken:
         raise ConfigError(broken)
+    for line in session.held():  # decided with the approved configuration: say why, every time
+        print(f"rootguard: held: {_safe(line)}", file=sys.stderr)
     return session
 
 

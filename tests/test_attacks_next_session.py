@@ -1,0 +1,172 @@
+"""Attacks on the *next* session: files an agent writes to widen what a later session allows.
+
+The setting of the issue that found them: ``mono/``, a git repository whose
+``.rootguard.toml`` denies ``**/.env``, opened at the narrow root ``mono/packages/app``.
+Each attack runs the way an agent would, inside ``rootguard run``, and again unconfined
+(with no record of the approved configuration) to show it works there; then the next
+session is asked through the real commands (``check``, ``roots``, ``run``, the MCP server).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import make_repo
+from tests.test_attacks import serve
+from tests.test_mcp_server import code
+
+pytestmark = [pytest.mark.timeout(300),
+              pytest.mark.skipif(shutil.which("bwrap") is None, reason="needs bubblewrap")]
+REPO = Path(__file__).resolve().parents[1]
+PROJECT = 'version = 2\n[[paths]]\nid = "no-env"\npath = "."\nincludes = ["**/.env"]\npolicies = { read = "deny", write = "deny" }\n'
+
+
+@pytest.fixture
+def mono(tmp_path: Path) -> Path:
+    base = Path(os.path.realpath(tmp_path))
+    repo = make_repo(base / "mono", {
+        ".rootguard.toml": PROJECT, ".env": "TOP=secret\n", "packages/app/src/index.ts": "export {};\n",
+        "packages/app/config/secret.json": '{"key": "s3cret"}\n', "packages/app/.vscode/settings.json": "{}\n",
+    })
+    (repo / "packages" / "app" / ".env").write_text("APP_TOKEN=live-token\n")
+    return repo / "packages" / "app"
+
+
+def rootguard(*args: str, cwd: Path, env: dict | None = None, input: str | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "lsp_bridge.cli.main", *args], capture_output=True, text=True,
+                          timeout=120, cwd=cwd, input=input,
+                          env={**os.environ, "PYTHONPATH": str(REPO), **(env or {})})
+
+
+def check(app: Path, rel: str, env: dict | None = None) -> dict:
+    return json.loads(rootguard("check", "--json", "--root", str(app), "--op", "read", str(app / rel), cwd=app,
+                                env=env).stdout)
+
+
+def in_sandbox(app: Path, script: str) -> subprocess.CompletedProcess:
+    return rootguard("run", "--root", str(app), "--", "sh", "-c", script, cwd=app)
+
+
+def fresh_state(tmp_path: Path) -> dict:
+    """A state directory with no approved configuration on record: how a session without the record saw it."""
+    state = tmp_path / "fresh-state"
+    state.mkdir(exist_ok=True)
+    return {"XDG_STATE_HOME": str(state)}
+
+
+# --- a .git made in the narrow root ends the search for the repository's project file -------------
+
+def test_a_git_file_made_in_the_root_is_stopped_inside_the_sandbox(mono):
+    assert check(mono, ".env")["decision"] == "deny"  # the session the agent works in
+    done = in_sandbox(mono, 'echo "gitdir: /nowhere" > .git; sleep 5; echo still-running')
+    assert done.returncode == 125 and "still-running" not in done.stdout
+    assert f"stopped the sandbox: {mono}/.git: it was created while the command ran" in done.stderr
+    assert not (mono / ".git").exists()  # set aside, kept for the person to look at
+    assert [p.name for p in mono.iterdir() if p.name.startswith(".git.rootguard-held-")]
+    assert check(mono, ".env")["decision"] == "deny"
+
+
+def test_a_git_file_that_got_there_anyway_is_held_for_every_next_session(mono, tmp_path):
+    assert check(mono, ".env")["decision"] == "deny"  # approved: the repository's deny rules apply
+    (mono / ".git").write_text("gitdir: /nowhere\n")  # by whatever route: the sandbox is one of several
+    assert check(mono, ".env", fresh_state(tmp_path))["decision"] == "allow"  # what it did with no record
+    held = rootguard("check", "--root", str(mono), "--op", "read", str(mono / ".env"), cwd=mono)
+    assert held.returncode == 1 and "would loosen the policy" in held.stderr and "no-env" in held.stderr
+    roots = json.loads(rootguard("roots", "--json", str(mono), cwd=mono).stdout)
+    assert any("would loosen the policy" in w["message"] for w in roots["warnings"]), roots["warnings"]
+    assert "live-token" not in in_sandbox(mono, "cat .env").stdout
+
+
+async def test_a_restarted_mcp_server_keeps_the_approved_rules(mono, tmp_path):
+    assert check(mono, ".env")["decision"] == "deny"
+    (mono / ".git").write_text("gitdir: /nowhere\n")
+    async with serve([mono], mono) as client:
+        denied = await client.call_tool("read_file", {"project_id": "app", "relative_path": ".env"})
+    assert code(denied) == "policy_denied" and "live-token" not in denied.content[0].text
+
+
+# --- a nearer project file ----------------------------------------------------------------------
+
+def test_a_project_file_made_in_the_root_is_stopped_and_held(mono, tmp_path):
+    assert check(mono, ".env")["decision"] == "deny"
+    done = in_sandbox(mono, "printf 'version = 2\\n' > .rootguard.toml; echo made")
+    assert done.returncode == 125 and "stopped the sandbox" in done.stderr
+    assert not (mono / ".rootguard.toml").exists()
+    (mono / ".rootguard.toml").write_text("version = 2\n")  # written anyway: held
+    assert check(mono, ".env", fresh_state(tmp_path))["decision"] == "allow"
+    assert check(mono, ".env")["decision"] == "deny"
+
+
+# --- a user file, when a root holds the home folder -------------------------------------------
+
+def test_a_user_file_made_under_a_root_holding_home_is_stopped_and_held(tmp_path):
+    base = Path(os.path.realpath(tmp_path))
+    home = make_repo(base / "home", {"notes.txt": "mine\n"})
+    (base / "elsewhere").mkdir()
+    (base / "elsewhere" / "secret.txt").write_text("outside the root\n")
+    env = {"HOME": str(home), "XDG_CONFIG_HOME": str(home / ".config")}
+    outside = str(base / "elsewhere" / "secret.txt")
+
+    def decided(extra: dict) -> dict:
+        return json.loads(rootguard("check", "--json", "--root", str(home), "--op", "read", outside, cwd=home,
+                                    env={**env, **extra}).stdout)
+
+    assert decided({})["decision"] == "deny"  # outside every root; no user file yet
+    user_dir = home / ".config" / "rootguard"
+    loose = 'version = 2\n[[paths]]\nid = "all"\npath = "/"\npolicies = { read = "allow", write = "allow" }\n'
+    done = rootguard("run", "--root", str(home), "--", "sh", "-c",
+                     f"mkdir -p {user_dir} && printf '{loose}' > {user_dir}/config.toml; sleep 5", cwd=home, env=env)
+    assert done.returncode == 125 and "stopped the sandbox" in done.stderr
+    assert not (user_dir / "config.toml").exists()
+    user_dir.mkdir(parents=True, exist_ok=True)
+    (user_dir / "config.toml").write_text(loose)  # got there anyway: inside a root, so it waits for the person
+    assert decided(fresh_state(tmp_path))["rule"] == "all"  # with no record, fully trusted
+    assert decided({})["decision"] == "deny"
+
+
+# --- renaming the parent of a masked file carries it out from under its rule -------------------
+
+def test_renaming_a_masked_files_parent_is_stopped_and_undone(mono):
+    project = mono / ".rootguard.toml"
+    project.write_text('version = 2\n[[paths]]\nid = "secret"\npath = "config/secret.json"\n'
+                       'policies = { read = "deny", write = "deny" }\n')
+    assert check(mono, "config/secret.json")["decision"] == "deny"
+    unconfined = subprocess.run(["sh", "-c", "mv config cfg2 && cat cfg2/secret.json"], cwd=mono, capture_output=True,
+                                text=True, timeout=30)
+    assert "s3cret" in unconfined.stdout  # without the sandbox the rename works, and the rule no longer covers it
+    (mono / "cfg2").rename(mono / "config")
+    done = in_sandbox(mono, "mv config cfg2; sleep 5; cat cfg2/secret.json")
+    assert done.returncode == 125 and "s3cret" not in done.stdout
+    assert "carrying" in done.stderr and "renamed" in done.stderr
+    assert (mono / "config" / "secret.json").exists() and not (mono / "cfg2").exists()  # renamed back
+    assert check(mono, "config/secret.json")["decision"] == "deny"
+
+
+# --- files editors, shells and agents run by themselves ---------------------------------------
+
+@pytest.mark.parametrize("name", [".vscode/tasks.json", ".envrc", ".devcontainer/devcontainer.json",
+                                  ".husky/pre-commit", ".claude/settings.json", ".mcp.json", ".git/config"])
+def test_an_absent_auto_run_file_cannot_be_made_in_the_sandbox(mono, name):
+    target = mono / name
+    if name.startswith(".git/"):
+        pass  # a whole .git directory: it ends the project file's search and git runs its config
+    done = in_sandbox(mono, f"mkdir -p {target.parent} && echo payload > {target}; sleep 5; echo still-running")
+    assert done.returncode == 125 and "still-running" not in done.stdout, done.stderr
+    assert not target.exists()
+    held = [p for p in mono.rglob("*") if ".rootguard-held-" in p.name]
+    assert held, "set aside, not deleted"
+
+
+def test_replacing_an_existing_auto_run_file_by_renaming_its_parent_is_stopped_and_undone(mono):
+    settings = mono / ".vscode" / "settings.json"
+    done = in_sandbox(mono, "mv .vscode .vscode-old && mkdir .vscode && echo '{\"evil\": 1}' > .vscode/settings.json; "
+                            "sleep 5; echo still-running")
+    assert done.returncode == 125 and "still-running" not in done.stdout
+    assert settings.read_text() == "{}\n" and not (mono / ".vscode-old").exists()

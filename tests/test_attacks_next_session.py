@@ -25,7 +25,8 @@ from tests.test_mcp_server import code
 pytestmark = [pytest.mark.timeout(300),
               pytest.mark.skipif(shutil.which("bwrap") is None, reason="needs bubblewrap")]
 REPO = Path(__file__).resolve().parents[1]
-PROJECT = 'version = 2\n[[paths]]\nid = "no-env"\npath = "."\nincludes = ["**/.env"]\npolicies = { read = "deny", write = "deny" }\n'
+PROJECT = ('version = 2\n[[paths]]\nid = "no-env"\npath = "."\nincludes = ["**/.env"]\n'
+           'policies = { read = "deny", write = "deny" }\n')
 
 
 @pytest.fixture
@@ -155,8 +156,6 @@ def test_renaming_a_masked_files_parent_is_stopped_and_undone(mono):
                                   ".husky/pre-commit", ".claude/settings.json", ".mcp.json", ".git/config"])
 def test_an_absent_auto_run_file_cannot_be_made_in_the_sandbox(mono, name):
     target = mono / name
-    if name.startswith(".git/"):
-        pass  # a whole .git directory: it ends the project file's search and git runs its config
     done = in_sandbox(mono, f"mkdir -p {target.parent} && echo payload > {target}; sleep 5; echo still-running")
     assert done.returncode == 125 and "still-running" not in done.stdout, done.stderr
     assert not target.exists()

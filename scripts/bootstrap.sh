@@ -58,3 +58,9 @@ if [ "$want_test" = 1 ] && command -v npm >/dev/null 2>&1; then
     cp vscode-extension/package-lock.json "$lock_stamp"
   fi
 fi
+
+# The four agent CLIs the agent end-to-end tests drive (Claude Code, Codex, Gemini CLI, Copilot CLI), pinned by
+# tests/agents/clis/package-lock.json, into .tools/agents/; skipped when the installed lock matches.
+if [ "$want_test" = 1 ] && command -v npm >/dev/null 2>&1; then
+  scripts/install_agents.sh
+fi

@@ -20,6 +20,7 @@ import argparse
 import json
 import sys
 import threading
+import time
 from collections.abc import Callable, Iterable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -98,20 +99,21 @@ class FakeModel:
                 with self.log_file.open("a", encoding="utf-8") as log:
                     log.write(json.dumps(entry) + "\n")
 
-    def answer(self, method: str, target: str, headers: dict[str, str], body: bytes) -> tuple[int, Answer]:
+    def answer(self, method: str, target: str, headers: dict[str, str], body: bytes) -> tuple[int, Answer, Request]:
+        received = time.monotonic()
         path = urlsplit(target).path
-        query = urlsplit(target).query
-        parsed = _json_or_none(body)
-        wire, seen, make = _route(method, path, query, parsed)
-        self._record(Request(method, target, wire, body, headers, seen))
+        wire, seen, make = _route(method, path, _json_or_none(body))
+        request = Request(method, target, wire, body, headers, seen, received)
+        self._record(request)
         if make is None:
-            return 404, ("application/json", json.dumps({"error": {"message": f"fake model: no {method} {path}"}}).encode())
+            missing = json.dumps({"error": {"message": f"fake model: no {method} {path}"}}).encode()
+            return 404, ("application/json", missing), request
         with self._lock:
             turn = next_turn(self.script, seen)
-        return 200, make(turn, seen)
+        return 200, make(turn, seen), request
 
 
-def _route(method: str, path: str, query: str, body: Any) -> tuple[str, Seen, Callable[[Turn, Seen], Answer] | None]:
+def _route(method: str, path: str, body: Any) -> tuple[str, Seen, Callable[[Turn, Seen], Answer] | None]:
     """Which wire format a request speaks, what it carried, and how to answer it."""
     body = body if isinstance(body, dict) else {}
     nothing = Seen(False)
@@ -171,7 +173,7 @@ def _handler_for(model: FakeModel) -> type[BaseHTTPRequestHandler]:
                 import gzip
 
                 body = gzip.decompress(body)
-            status, (content_type, payload) = model.answer(self.command, self.path, dict(self.headers), body)
+            status, (content_type, payload), request = model.answer(self.command, self.path, dict(self.headers), body)
             self.send_response(status)
             self.send_header("Content-Type", content_type)
             self.send_header("Content-Length", str(len(payload)))
@@ -179,6 +181,8 @@ def _handler_for(model: FakeModel) -> type[BaseHTTPRequestHandler]:
                 self.send_header("Cache-Control", "no-cache")
             self.end_headers()
             self.wfile.write(payload)
+            self.wfile.flush()
+            request.answered = time.monotonic()
 
         do_POST = _serve
         do_GET = _serve

@@ -53,6 +53,8 @@ class Request:
     body: bytes
     headers: dict[str, str] = field(default_factory=dict)
     seen: Seen = field(default_factory=lambda: Seen(False))
+    received: float = 0.0  # time.monotonic() when the request was read
+    answered: float = 0.0  # ... and when its answer was written
 
     @property
     def text(self) -> str:

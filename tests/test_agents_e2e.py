@@ -24,7 +24,7 @@ import pytest
 from lsp_bridge.cli.demo_repo import DemoRepo, build_monorepo
 from lsp_bridge.mcp.audit import audit_path, read_records
 from tests.agents import harness
-from tests.agents.clis import AGENTS, Agent, installed
+from tests.agents.clis import AGENTS, Agent, Claude, installed
 from tests.agents.editor import EditorWindow
 from tests.agents.turns import Say, ToolCall
 from tests.trayproc import start_tray, stop
@@ -270,7 +270,7 @@ def test_g_claude_permission_request_adding_the_repository_is_warned_and_denied(
     setup = make_setup("claude", isolated_user, tmp_path)
     setup.user_config('version = 2\n[agents]\nshell = "allow"\n')  # Claude's own check asks: the hook sees the ask
     target = setup.repo / "leak.txt"
-    claude = AGENTS["claude"]
+    claude = Claude()
     sdk = {"send": [{"type": "user", "message": {"role": "user", "content": "Do the task."}}], "host_deny_after": 40}
     run = setup.run(claude.shell("echo leaked > ../../leak.txt"), argv=claude.sdk_argv(), sdk=sdk)
     assert not target.exists(), run.describe()
@@ -284,10 +284,13 @@ def test_g_claude_directory_added_is_warned_and_the_boundary_stays(isolated_user
     """``register_repo_root`` (the SDK's /add-dir) of the repository root: the DirectoryAdded hook warns
     with the inventory (it cannot block: the directory is already added); Root Guard's boundary stays."""
     setup = make_setup("claude", isolated_user, tmp_path)
-    claude = AGENTS["claude"]
+    claude = Claude()
     # register_repo_root takes a directory under the cwd or under one given with --add-dir at launch
+    # the DirectoryAdded hook runs after the answer to register_repo_root, beside the session: the prompt
+    # waits for its audit line (a session that ends at once can end before the hook has written it)
     sdk = {"send": [{"type": "control_request", "request_id": "add-1",
                      "request": {"subtype": "register_repo_root", "directory": str(setup.repo)}},
+                    {"wait_for": {"path": audit_path(), "text": "agent-widened", "timeout": 60}},
                     {"type": "user", "message": {"role": "user", "content": "Do the task."}}],
            "host_deny_after": 40}
     run = setup.run(claude.read(setup.demo.env_file), argv=claude.sdk_argv(("--add-dir", str(tmp_path / "ws"))),

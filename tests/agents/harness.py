@@ -54,7 +54,7 @@ class AgentRun:
 
     def containing(self, needles: Iterable[str]) -> list[tuple[str, str]]:
         """(needle, request path) for every needle found in any request body the model received."""
-        found = []
+        found: list[tuple[str, str]] = []
         for request in self.requests:
             text = request.text + "\n" + _unescaped(request.body)
             found.extend((n, request.path) for n in needles if n in text)

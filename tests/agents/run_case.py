@@ -8,7 +8,8 @@ but the fake model. CASE.json::
      "out": "result.json", "sdk": {"send": [message...], "host_deny_after": 20}}
 
 ``{MODEL_URL}`` in argv and env values becomes the fake model's address. With ``sdk`` the
-agent speaks Claude Code's stream-json on stdin/stdout: the messages are sent, a permission
+agent speaks Claude Code's stream-json on stdin/stdout: the messages are sent in order (an
+entry ``{"wait_for": {"path", "text", "timeout"}}`` pauses until that file holds the text), a permission
 request the agent puts to its host is answered "deny" only after ``host_deny_after`` seconds
 (so the agent's own ``PermissionRequest`` hook decides first), and stdin closes at the result.
 The result file holds the exit status, output, and every request the model received.
@@ -71,9 +72,10 @@ def _run_sdk(argv: list[str], env: dict[str, str], cwd: str, sdk: dict[str, Any]
     """Claude Code's stream-json: send, watch, answer the host's permission requests late."""
     proc = subprocess.Popen(argv, cwd=cwd, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
-    assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
+    stdin, stdout, stderr = proc.stdin, proc.stdout, proc.stderr
+    assert stdin is not None and stdout is not None and stderr is not None
     errors: list[str] = []
-    reader = threading.Thread(target=lambda: errors.append(proc.stderr.read()), daemon=True)  # type: ignore[union-attr]
+    reader = threading.Thread(target=lambda: errors.append(stderr.read()), daemon=True)
     reader.start()
     lock = threading.Lock()
     events: list[dict[str, Any]] = []
@@ -82,16 +84,19 @@ def _run_sdk(argv: list[str], env: dict[str, str], cwd: str, sdk: dict[str, Any]
     def send(message: dict[str, Any]) -> None:
         with lock:
             try:
-                proc.stdin.write(json.dumps(message) + "\n")  # type: ignore[union-attr]
-                proc.stdin.flush()  # type: ignore[union-attr]
+                stdin.write(json.dumps(message) + "\n")
+                stdin.flush()
             except (BrokenPipeError, ValueError):
                 pass
 
     for message in sdk.get("send", []):
-        send(message)
+        if "wait_for" in message:
+            _wait_for(**message["wait_for"])
+        else:
+            send(message)
     killer = threading.Timer(timeout, proc.kill)
     killer.start()
-    for line in proc.stdout:
+    for line in stdout:
         try:
             event = json.loads(line)
         except ValueError:
@@ -107,7 +112,7 @@ def _run_sdk(argv: list[str], env: dict[str, str], cwd: str, sdk: dict[str, Any]
             timers.append(timer)
         if event.get("type") == "result":
             with lock:
-                proc.stdin.close()  # type: ignore[union-attr]
+                stdin.close()
             break
     for timer in timers:
         timer.cancel()
@@ -119,6 +124,18 @@ def _run_sdk(argv: list[str], env: dict[str, str], cwd: str, sdk: dict[str, Any]
     killer.cancel()
     reader.join(10)
     return proc.returncode, "".join(json.dumps(e) + "\n" for e in events), "".join(errors), events
+
+
+def _wait_for(path: str, text: str, timeout: float = 30) -> None:
+    """Until the file at ``path`` holds ``text`` (an effect of the agent's hook), at most ``timeout`` s."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            if text in Path(path).read_text(errors="replace"):
+                return
+        except OSError:
+            pass
+        time.sleep(0.1)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -38,10 +38,12 @@ def reply(turn: Turn, seen: Seen) -> tuple[str, bytes]:
     if not seen.stream:
         return "application/json", json.dumps(message).encode()
     start = dict(message, content=[], stop_reason=None)
+    opened: dict[str, Any]
+    delta: dict[str, Any]
     if isinstance(turn, Say):
         opened, delta = {"type": "text", "text": ""}, {"type": "text_delta", "text": turn.text}
     else:
-        opened = dict(block, input={})
+        opened = {**block, "input": {}}
         delta = {"type": "input_json_delta", "partial_json": json.dumps(block["input"])}
     events = [
         ("message_start", {"type": "message_start", "message": start}),

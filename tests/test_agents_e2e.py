@@ -307,13 +307,7 @@ def test_g_claude_directory_added_is_warned_and_the_boundary_stays(isolated_user
 # -- without an editor window: the agent's project folder ------------------------------------------------------
 
 
-COPILOT_PROJECT_DIR = pytest.mark.xfail(strict=True, reason=(
-    "Copilot CLI 1.0.102 sets COPILOT_PROJECT_DIR (and CLAUDE_PROJECT_DIR) to the git repository's root, not the "
-    "folder it was started in (the hook input's cwd), and runs the hook there; the hook takes it as the project "
-    "folder (lsp_bridge/agents/boundary.py project_folder), so the whole repository, .env included, is inside"))
-
-
-@pytest.mark.parametrize("name", [pytest.param(n, marks=COPILOT_PROJECT_DIR) if n == "copilot" else n for n in NAMES])
+@pytest.mark.parametrize("name", NAMES)
 def test_without_an_editor_window_the_project_folder_is_the_boundary(name: str, isolated_user: Path, tmp_path: Path,
                                                                      no_tray):
     setup = make_setup(name, isolated_user, tmp_path)

@@ -2,8 +2,8 @@
 
 The roots are the live union of the editor window whose folders contain the agent's
 working directory (``windows``); with no window, the agent's project folder
-(``CLAUDE_PROJECT_DIR``, ``COPILOT_PROJECT_DIR``, ``GEMINI_PROJECT_DIR``, else the hook's
-``cwd``). The agent's own extra directories (``places.extra_dirs``) are roots too. The
+(``CLAUDE_PROJECT_DIR``, ``GEMINI_PROJECT_DIR``, else the hook's ``cwd``; Copilot's is always
+its ``cwd``). The agent's own extra directories (``places.extra_dirs``) are roots too. The
 session is built from those folders exactly as ``rootguard check --root`` builds it
 (``core.session.open_session``), and every access is decided by its ``Policy.decide``.
 """
@@ -23,7 +23,10 @@ if TYPE_CHECKING:
     from lsp_bridge.core.policy import Decision
     from lsp_bridge.core.session import Session
 
-PROJECT_VARIABLES = {"claude": "CLAUDE_PROJECT_DIR", "copilot": "COPILOT_PROJECT_DIR", "gemini": "GEMINI_PROJECT_DIR"}
+# The variable naming the folder the agent was started in. Not Copilot's: Copilot CLI sets COPILOT_PROJECT_DIR
+# (and CLAUDE_PROJECT_DIR) to the git repository's top, wider than the folder it was started in, which its
+# hook input's ``cwd`` names (tests/test_agents_e2e.py: taking the variable let a repository's .env through).
+PROJECT_VARIABLES = {"claude": "CLAUDE_PROJECT_DIR", "gemini": "GEMINI_PROJECT_DIR"}
 STRICTNESS = {"allow": 0, "request": 1, "deny": 2}
 
 

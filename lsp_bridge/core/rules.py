@@ -9,6 +9,10 @@ exclusion removes a path from its rule even when an include matches it.
 Layering: user rules are a floor. Where the most specific rule comes from a project
 file and the most specific *floor* rule (user, built in) is stricter, the floor
 rule stands: a project file can make a decision stricter, never looser.
+
+Toolchain rules (source ``toolchain``: the package store and the configuration files
+above a narrow root its tools read, ``core/toolchain.py``) only fill gaps: one decides
+a path only when no configured rule matches it at all.
 """
 
 from __future__ import annotations
@@ -110,7 +114,8 @@ class RuleSet:
             return None
         best: tuple[CompiledRule, Verdict] | None = None
         floor: tuple[CompiledRule, Verdict] | None = None
-        best_rank = floor_rank = None
+        gap: tuple[CompiledRule, Verdict] | None = None
+        best_rank = floor_rank = gap_rank = None
         for probe, candidates in self._index.matches(key):
             rel = "" if probe == key else key[len(probe) + (0 if probe.endswith(os.sep) else 1):]
             for compiled in candidates:
@@ -121,6 +126,10 @@ class RuleSet:
                 if spec is None:
                     continue
                 rank = (*spec, STRICTNESS[verdict])
+                if compiled.rule.source == "toolchain":  # fills a gap only: never beats a configured rule
+                    if gap_rank is None or rank > gap_rank:
+                        gap, gap_rank = (compiled, verdict), rank
+                    continue
                 if best_rank is None or rank > best_rank:
                     best, best_rank = (compiled, verdict), rank
                 if compiled.rule.source in FLOOR_SOURCES and (floor_rank is None or rank > floor_rank):
@@ -128,4 +137,4 @@ class RuleSet:
         if best is not None and floor is not None and best[0].rule.source not in FLOOR_SOURCES:
             if STRICTNESS[floor[1]] > STRICTNESS[best[1]]:
                 return floor  # the user file is a floor for the project file
-        return best
+        return best if best is not None else gap

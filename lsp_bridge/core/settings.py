@@ -16,10 +16,10 @@ if TYPE_CHECKING:
 
     Verdict = Literal["allow", "request", "deny"]
     WorktreeMode = Literal["include", "request", "ignore"]
-    Source = Literal["builtin", "user", "project", "environment", "session"]
+    Source = Literal["builtin", "user", "project", "environment", "session", "toolchain"]
 else:
     __getattr__ = lazy_literals(__name__, Verdict=("allow", "request", "deny"), WorktreeMode=("include", "request", "ignore"),
-                                Source=("builtin", "user", "project", "environment", "session"))
+                                Source=("builtin", "user", "project", "environment", "session", "toolchain"))
 
 PROJECT_FILE_NAME = ".rootguard.toml"  # the project file's one name (config, grants, the language server)
 VERDICTS: tuple[str, ...] = ("allow", "request", "deny")

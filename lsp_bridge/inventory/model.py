@@ -196,12 +196,12 @@ class InventoryReport:
         show = self._display
         added = ", ".join(show_path(r) for r in self.added_roots)
         if self.files_after == self.files_before:
-            head = (f"Adding {added} widens the union by {plural(len(self.added_roots), 'folder')} "
+            head = (f"The union widens with {added} ({plural(len(self.added_roots), 'folder')}) "
                     f"but no files ({plural(self.files_after, 'file')} before and after).")
         elif self.files_before == 0:
-            head = f"Adding {added} widens the union: from no files to {plural(self.files_after, 'file')}."
+            head = f"The union widens with {added}: from no files to {plural(self.files_after, 'file')}."
         else:
-            head = (f"Adding {added} widens the union: {self.files_before:,} → "
+            head = (f"The union widens with {added}: {self.files_before:,} → "
                     f"{plural(self.files_after, 'file')} (×{_ratio_text(self.ratio)}).")
         lines = [head, *self.notes]
         if self.credentials:

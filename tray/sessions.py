@@ -49,7 +49,7 @@ class SessionInfo:
     @property
     def withdrawable(self) -> bool:
         """The session says an acknowledgement of its folders can be withdrawn."""
-        return bool(self.status) and self.status.get("withdrawable") is True
+        return self.status is not None and self.status.get("withdrawable") is True
 
     @property
     def summary(self) -> str:

@@ -167,8 +167,7 @@ class InventoryReport:
             parts.append(plural(len(credentials), "secrets file"))
         for git in self.git:
             if mine(git.path) or any(mine(v) for v in git.via):
-                commits = "?" if git.commits is None else f"{git.commits:,}"
-                parts.append(f".git ({commits} commits)")
+                parts.append(_git_part(git))
         return ", ".join(parts)
 
     def summary_line(self) -> str:
@@ -178,9 +177,7 @@ class InventoryReport:
         parts = [f"+{self.files_after - self.files_before:,} files"]
         if self.credentials:
             parts.append(plural(len(self.credentials), "secrets file"))
-        for git in self.git:
-            commits = "?" if git.commits is None else f"{git.commits:,}"
-            parts.append(f".git ({commits} commits)")
+        parts += [_git_part(git) for git in self.git]
         return f"{self._growth()}: " + ", ".join(parts)
 
     def _growth(self) -> str:
@@ -226,9 +223,9 @@ class InventoryReport:
             lines.append(line)
         if len(self.git) > LIST_LIMIT:
             rest = self.git[LIST_LIMIT:]
-            commits = sum(g.commits or 0 for g in rest)
+            total = sum(g.commits or 0 for g in rest)
             lines.append(f"{plural(len(rest), 'other git history', 'other git histories')}: "
-                         f"{size_text(sum(g.bytes for g in rest))}, {plural(commits, 'commit')} in all: "
+                         f"{size_text(sum(g.bytes for g in rest))}, {plural(total, 'commit')} in all: "
                          + shorten((show(g.path) for g in rest), 3))
         if self.siblings:
             lines.append(f"{plural(len(self.siblings), 'first-party package')} "
@@ -289,6 +286,11 @@ def _root_labels(roots: tuple[str, ...]) -> dict[str, str]:
                 labels[root] = "/".join(mine[-size:])
                 break
     return labels
+
+
+def _git_part(git: GitDir) -> str:
+    """``.git (12 commits)``, as the one-line summaries say it."""
+    return ".git (? commits)" if git.commits is None else f".git ({plural(git.commits, 'commit')})"
 
 
 def _ratio_text(ratio: float) -> str:

@@ -395,7 +395,8 @@ class RootTracker:
             if os.path.realpath(w.path) != entry:
                 continue
             for folder in folders:
-                if is_within(folder, w.repository) and os.path.relpath(folder, w.repository) == os.path.relpath(w.path, w.checkout):
+                offset = os.path.relpath(folder, w.repository)
+                if is_within(folder, w.repository) and offset == os.path.relpath(w.path, w.checkout):
                     return folder
         return None
 

@@ -10,6 +10,7 @@ icon, or is refused without PySide6.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -98,3 +99,21 @@ def test_a_wheel_without_extras_says_how_to_install_them_and_refuses_autostart(b
                                text=True, timeout=60)
     assert autostart.returncode == 2 and "nothing written" in autostart.stderr and "PySide6-Essentials" in autostart.stderr
     assert not (tmp_path / "home" / ".config" / "autostart").exists()
+
+
+@pytest.mark.skipif(SYSTEM_PYTHON is None, reason="no system python3")
+def test_the_bundled_mcp_server_starts_with_the_system_python_and_lists_its_tools(bundle, tmp_path):
+    """What the extension's MCP server definition runs when no `rootguard` is installed: the
+    bundle's launcher with the system python3 (no mcp package of its own). The probe (this
+    checkout's MCP client) lists the tools and tries every path-taking one."""
+    launcher = str(bundle / "tool" / "launch.py")
+    env = clean_env(tmp_path)
+    can = subprocess.run([SYSTEM_PYTHON, launcher, "--can-serve-mcp"], cwd=tmp_path, env=env, capture_output=True,
+                         text=True, timeout=60)
+    assert can.returncode == 0 and can.stdout.strip() == "ok", can.stdout + can.stderr
+    done = subprocess.run([str(REPO / ".venv" / "bin" / "python"), "-m", "lsp_bridge.cli", "probe", "--json", "--",
+                           SYSTEM_PYTHON, launcher, "lsp_bridge.cli", "mcp", "--root", "{root}"],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    report = json.loads(done.stdout)
+    assert {"read_file", "list_directory", "write_file"} <= {t["name"] for t in report["tools"]}
+    assert report["ok"] is True and done.returncode == 0

@@ -61,7 +61,7 @@ if (!mcpRequirement) {
   process.exit(1);
 }
 const mcpStamp = join(mcpDir, '.requirement');
-const mcpWanted = `${mcpRequirement} ${MCP_VERSIONS.join(' ')}`;
+const mcpWanted = `${mcpRequirement} ${MCP_VERSIONS.join(' ')} zip`;
 if (!existsSync(mcpStamp) || readFileSync(mcpStamp, 'utf8').trim() !== mcpWanted) {
   rmSync(mcpDir, { recursive: true, force: true });
   const platform = ['--platform', 'manylinux2014_x86_64', '--platform', 'manylinux_2_17_x86_64', '--platform', 'manylinux_2_28_x86_64'];
@@ -100,6 +100,30 @@ if (!existsSync(mcpStamp) || readFileSync(mcpStamp, 'utf8').trim() !== mcpWanted
   for (const dir of readdirSync(mcpDir)) {
     rmSync(join(mcpDir, dir, 'bin'), { recursive: true, force: true });
   }
+  // The pure-Python part goes into one zip (zipimport; directory entries kept for namespace
+  // packages such as opentelemetry): a few hundred files less to package and to scan.
+  // cryptography (compiled, abi3: one build for every version) stays a directory.
+  const abi3 = join(mcpDir, 'abi3');
+  mkdirSync(abi3, { recursive: true });
+  for (const entry of readdirSync(common).filter((e) => /^cryptography(-.*\.dist-info)?$/.test(e))) {
+    cpSync(join(common, entry), join(abi3, entry), { recursive: true });
+    rmSync(join(common, entry), { recursive: true, force: true });
+  }
+  const zipped = spawnSync(python, ['-c', [
+    'import os, sys, zipfile',
+    'top, out = sys.argv[1], sys.argv[2]',
+    'with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as z:',
+    '    for root, dirs, files in sorted(os.walk(top)):',
+    '        dirs[:] = sorted(d for d in dirs if d != "__pycache__")',
+    '        rel = os.path.relpath(root, top)',
+    '        if rel != ".": z.write(root, rel + "/")',
+    '        for f in sorted(files): z.write(os.path.join(root, f), os.path.normpath(os.path.join(rel, f)))',
+  ].join('\n'), common, join(mcpDir, 'common.zip')], { stdio: 'inherit' });
+  if (zipped.status !== 0) {
+    console.error('bundle-python: zipping the MCP SDK failed');
+    process.exit(1);
+  }
+  rmSync(common, { recursive: true, force: true });
   writeFileSync(mcpStamp, `${mcpWanted}\n`);
 }
 

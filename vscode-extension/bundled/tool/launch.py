@@ -28,11 +28,12 @@ if not os.path.isdir(os.path.join(LIBS, "lsp_bridge")):
     sys.stderr.write(f"Root Guard: the bundled server is missing from {LIBS}; reinstall the extension\n")
     sys.exit(3)
 sys.path[0] = LIBS  # instead of this script's directory
-# The MCP SDK (bundled/mcp, Linux x86-64): the pure part, and the build for this CPython.
+# The MCP SDK (bundled/mcp, Linux x86-64): the pure part (a zip), cryptography (abi3), and the
+# packages built for this CPython.
 MCP = os.path.join(os.path.dirname(LIBS), "mcp")
 COMPILED = os.path.join(MCP, f"cp{sys.version_info[0]}{sys.version_info[1]}")
 if sys.platform == "linux" and os.uname().machine == "x86_64" and os.path.isdir(COMPILED):
-    sys.path[1:1] = [os.path.join(MCP, "common"), COMPILED]
+    sys.path[1:1] = [os.path.join(MCP, "common.zip"), os.path.join(MCP, "abi3"), COMPILED]
 if sys.argv[1] == "--can-serve-mcp":
     try:
         import mcp.server.lowlevel  # noqa: F401  (what `rootguard mcp` loads)

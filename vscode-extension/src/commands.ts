@@ -18,7 +18,7 @@ export const COMMANDS = {
   showLog: 'rootguard.showLog',
   confineMcpServer: 'rootguard.confineMcpServer',
   traceCommand: 'rootguard.traceCommand',
-  withdrawAcknowledgement: 'rootguard.withdrawAcknowledgement',
+  withdrawAcknowledgement: 'rootguard.withdrawWideningAcknowledgement',
 } as const;
 
 /** The server's `workspace/executeCommand` that takes the acknowledgement back. */

@@ -294,4 +294,9 @@ describe('commands', () => {
     assert.deepStrictEqual(explainItems({ path: '/x', decisions: [] }), []);
     assert.strictEqual(rootItems({ ...normalStatus(), entries: [] })[0].label, `$(folder) ${NARROW}`);
   });
+
+  it("never registers a command id the language client registers for the server's own commands", () => {
+    const server = ['rootguard.acknowledge', 'rootguard.withdrawAcknowledgement', 'rootguard.migrateConfig'];
+    assert.ok(Object.values(COMMANDS).every((id) => !server.includes(id)));
+  });
 });

@@ -162,7 +162,8 @@ def autostart_path(env=os.environ) -> str:
 def desktop_entry() -> str:
     from tray.icons import icons_dir  # the checkout's icons/, or a wheel's share/rootguard/icons
 
-    command = shutil.which("rootguard")
+    beside = os.path.join(os.path.dirname(sys.executable), "rootguard")  # a venv's own script (Install Tray)
+    command = beside if os.access(beside, os.X_OK) else shutil.which("rootguard")
     argv = [command, "tray"] if command else [sys.executable, "-m", "tray"]
     icon = str(icons_dir() / "tray-clear.svg")
     lines = [

@@ -256,54 +256,34 @@ async function notification(page, pattern, timeout = 60_000) {
   return toast;
 }
 
-/** The MCP server's log says it listed its tools: the files VS Code writes under its logs folder. */
-function mcpLogs() {
-  const found = [];
-  const walk = (dir) => {
-    for (const entry of readdirSync(dir, { withFileTypes: true })) {
-      const full = join(dir, entry.name);
-      if (entry.isDirectory()) {
-        walk(full);
-      } else if (/mcp/i.test(full) && full.endsWith('.log')) {
-        found.push([full, readFileSync(full, 'utf8')]);
-      }
-    }
-  };
-  if (process.env.LOGS_DIR) {
-    try { walk(process.env.LOGS_DIR); } catch { /* not there yet */ }
-  }
-  return found;
-}
-
-/** MCP: List Servers → `label` → Start Server, then wait until its log says it discovered tools. */
+/**
+ * MCP: List Servers → `label` → Start Server, then its output (MCP: List Servers → `label` →
+ * Show Output) until VS Code says it discovered the server's tools; returns that line.
+ */
 async function startMcpServer(page, label, screenshotName) {
   await runCommand(page, 'MCP: List Servers');
   await pick(page, label);
   const actions = await page.locator('.quick-input-list .monaco-list-row').allInnerTexts();
   log(`MCP actions for ${label}: ${JSON.stringify(actions)}`);
   await pick(page, /Start Server|Restart Server/);
-  const deadline = Date.now() + 90_000;
-  let seen = '';
-  while (Date.now() < deadline) {
-    const hit = mcpLogs().find(([file, text]) => file.includes(label) || text.includes(label) ? /Discovered \d+ tools?/.test(text) : false);
-    if (hit) {
-      seen = /Discovered \d+ tools?/.exec(hit[1])[0];
-      break;
-    }
-    await page.waitForTimeout(500);
-  }
-  // Show the server's output, where VS Code lists what it discovered
   await runCommand(page, 'MCP: List Servers');
   await pick(page, label);
   await pick(page, 'Show Output');
-  await page.locator('.output-view, .panel .monaco-editor').first().waitFor({ state: 'visible', timeout: 30_000 }).catch(() => undefined);
-  await page.waitForFunction(() => /Discovered \d+ tools?|Connection state: Running/.test(document.body.innerText), undefined,
-    { timeout: 30_000 }).catch(() => log('the output panel does not show the discovery yet'));
-  await shot(page, screenshotName);
-  if (!seen) {
-    const logs = mcpLogs().map(([file, text]) => `${file}:\n${text.slice(-1500)}`).join('\n');
-    throw new Error(`the MCP server "${label}" never said it discovered its tools; MCP logs:\n${logs}`);
+  // the output panel's lines (the editor renders spaces as no-break spaces: \s matches both)
+  const discovered = (name) => {
+    const shown = [...document.querySelectorAll('.panel select')].some((s) => s.selectedOptions[0]?.textContent?.includes(name));
+    return (shown && [...document.querySelectorAll('.panel .view-lines')]
+      .map((e) => /Discovered\s\d+\stools?/.exec(e.textContent ?? '')?.[0]).find(Boolean)) || null;
+  };
+  try {
+    await page.waitForFunction(discovered, label, { timeout: 120_000, polling: 500 });
+  } catch (error) {
+    await shot(page, `failed-${screenshotName}`);
+    const text = await page.locator('.panel .view-lines').allInnerTexts().catch(() => []);
+    throw new Error(`the MCP server "${label}" never listed its tools; its output: ${JSON.stringify(text).slice(-2000)}`);
   }
+  const seen = (await page.evaluate(discovered, label)).replace(/\s/g, ' ');
+  await shot(page, screenshotName);
   log(`MCP server "${label}": ${seen}`);
   return seen;
 }
@@ -333,10 +313,11 @@ try {
   await page.locator('.tabs-container .tab', { hasText: '.rootguard.toml' }).first().waitFor({ timeout: 30_000 });
   await runCommand(page, 'Root Guard: Migrate Config to Version 2');
   await notification(page, /migrated to version 2/);
-  await page.waitForFunction(() => /version = 2/.test(document.querySelector('.editor-instance .view-lines')?.textContent ?? ''),
+  // the editor renders spaces as no-break spaces (\s matches both)
+  await page.waitForFunction(() => [...document.querySelectorAll('.view-lines')].some((e) => /version\s=\s2/.test(e.textContent ?? '')),
     undefined, { timeout: 30_000 });
   await shot(page, 'migrate-config.png');
-  await page.locator('.editor-instance .view-lines').first().click();
+  await page.locator('.monaco-editor .view-lines').first().click();
   await page.keyboard.press('Control+S');
   for (let i = 0; i < 100 && !/version = 2/.test(readFileSync(config, 'utf8')); i += 1) {
     await page.waitForTimeout(100);

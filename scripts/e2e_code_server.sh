@@ -234,7 +234,7 @@ rootguard_logs() {
   find "$DATA/logs" -name '*Root Guard*' -exec sh -c 'echo "--- $1"; tail -${2:-40} "$1"' _ {} "${1:-40}" \; 2>/dev/null || true
 }
 if ! CHROMIUM=$CHROMIUM NODE_PATH="$PREFIX/tools/node_modules" \
-    LOGS_DIR="$DATA/logs" SHOTS=${SHOTS:-$(dirname "$SCREENSHOT")} node "$REPO/scripts/e2e_code_server.mjs" "http://127.0.0.1:$PORT" "$NARROW" "$ROOT" "$SCREENSHOT"; then
+    SHOTS=${SHOTS:-$(dirname "$SCREENSHOT")} node "$REPO/scripts/e2e_code_server.mjs" "http://127.0.0.1:$PORT" "$NARROW" "$ROOT" "$SCREENSHOT"; then
   echo "--- code-server log (tail)"; tail -40 "$WORK/code-server.log"
   rootguard_logs 60
   exit 1

@@ -253,6 +253,7 @@ async function notification(page, pattern, timeout = 60_000) {
   await toast.waitFor({ state: 'visible', timeout });
   const text = (await toast.locator('.notification-list-item-message').innerText()).trim();
   log(`notification: "${text}"`);
+  await page.waitForTimeout(400); // its slide-in is over: a screenshot shows it whole
   return toast;
 }
 

@@ -141,7 +141,7 @@ echo "repository $ROOT, narrow folder $NARROW"
 # What the buttons act on in the narrow folder: a version 1 project file (Migrate Config), and
 # an unconfined stdio MCP server (Run MCP Server Confined), a stdlib JSON-RPC server with one tool.
 mkdir -p "$NARROW/.vscode" "$NARROW/tools"
-printf '# kept through the migration\n[safety]\nfollow_symlinks = true\n' > "$NARROW/.rootguard.toml"
+printf '# kept through the migration\n[safety]\nallow_temp_directory = false\nfollow_symlinks = true\n' > "$NARROW/.rootguard.toml"
 cat > "$NARROW/tools/echo_mcp.py" <<'PY'
 import json, sys
 for line in sys.stdin:

@@ -16,8 +16,8 @@
 //
 // Needs NODE_PATH to hold playwright-core and CHROMIUM to name the browser.
 import { createRequire } from 'node:module';
-import { mkdirSync, readdirSync, readFileSync } from 'node:fs';
-import { basename, dirname } from 'node:path';
+import { existsSync, mkdirSync, readdirSync, readFileSync } from 'node:fs';
+import { basename, dirname, join } from 'node:path';
 
 const require = createRequire(import.meta.url);
 const { chromium } = require('playwright-core');
@@ -211,6 +211,89 @@ async function saveScreenshot(page, file) {
   await page.mouse.move(640, 200);
 }
 
+const SHOTS = process.env.SHOTS || dirname(screenshot);
+
+async function shot(page, name) {
+  mkdirSync(SHOTS, { recursive: true });
+  const file = join(SHOTS, name);
+  await page.screenshot({ path: file });
+  log(`saved ${file}`);
+  return file;
+}
+
+/** F1 → `title` → Enter on its row. */
+async function runCommand(page, title) {
+  const input = page.locator('.quick-input-widget .quick-input-box input');
+  await page.keyboard.press('Escape');
+  await page.locator('.monaco-workbench').click({ position: { x: 640, y: 300 } });
+  await page.keyboard.press('F1');
+  await input.waitFor({ state: 'visible', timeout: 30_000 });
+  await input.fill(`>${title}`);
+  const row = page.locator('.quick-input-list .monaco-list-row', { hasText: title }).first();
+  await row.waitFor({ state: 'visible', timeout: 30_000 });
+  await row.click();
+  log(`ran "${title}"`);
+}
+
+/** Picks the quick pick row holding `text` (waits for it). */
+async function pick(page, text, timeout = 30_000) {
+  const row = page.locator('.quick-input-widget .quick-input-list .monaco-list-row', { hasText: text }).first();
+  try {
+    await row.waitFor({ state: 'visible', timeout });
+  } catch (error) {
+    const rows = await page.locator('.quick-input-list .monaco-list-row').allInnerTexts().catch(() => []);
+    await shot(page, `e2e-failed-pick.png`);
+    throw new Error(`no "${text}" in the quick pick (rows ${JSON.stringify(rows)})`);
+  }
+  await row.click();
+}
+
+async function notification(page, pattern, timeout = 60_000) {
+  const toast = page.locator('.notification-toast', { hasText: pattern }).first();
+  await toast.waitFor({ state: 'visible', timeout });
+  const text = (await toast.locator('.notification-list-item-message').innerText()).trim();
+  log(`notification: "${text}"`);
+  await page.waitForTimeout(400); // its slide-in is over: a screenshot shows it whole
+  return toast;
+}
+
+/**
+ * MCP: List Servers → `label` → Start Server, then its output (MCP: List Servers → `label` →
+ * Show Output) until VS Code says it discovered the server's tools; returns that line.
+ */
+async function startMcpServer(page, label, screenshotName) {
+  await runCommand(page, 'MCP: List Servers');
+  await pick(page, label);
+  const actions = await page.locator('.quick-input-list .monaco-list-row').allInnerTexts();
+  log(`MCP actions for ${label}: ${JSON.stringify(actions)}`);
+  await pick(page, /Start Server|Restart Server/);
+  await runCommand(page, 'MCP: List Servers');
+  await pick(page, label);
+  await pick(page, 'Show Output');
+  // the output panel's lines (the editor renders spaces as no-break spaces: \s matches both)
+  const discovered = (name) => {
+    const shown = [...document.querySelectorAll('.panel select')].some((s) => s.selectedOptions[0]?.textContent?.includes(name));
+    return (shown && [...document.querySelectorAll('.panel .view-lines')]
+      .map((e) => /Discovered\s\d+\stools?/.exec(e.textContent ?? '')?.[0]).find(Boolean)) || null;
+  };
+  try {
+    await page.waitForFunction(discovered, label, { timeout: 120_000, polling: 500 });
+  } catch (error) {
+    await shot(page, `failed-${screenshotName}`);
+    const text = await page.locator('.panel .view-lines').allInnerTexts().catch(() => []);
+    throw new Error(`the MCP server "${label}" never listed its tools; its output: ${JSON.stringify(text).slice(-2000)}`);
+  }
+  const seen = (await page.evaluate(discovered, label)).replace(/\s/g, ' ');
+  await shot(page, screenshotName);
+  log(`MCP server "${label}": ${seen}`);
+  return seen;
+}
+
+/** The report webview's document: VS Code nests it in two iframes. */
+function reportFrame(page) {
+  return page.frameLocator('iframe.webview.ready').last().frameLocator('#active-frame');
+}
+
 const browser = await chromium.launch({
   executablePath: process.env.CHROMIUM,
   args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage'],
@@ -222,6 +305,49 @@ try {
   if (WIDENED.test(narrow)) {
     throw new Error(`the single-folder window already shows a widening: "${narrow}"`);
   }
+
+  // 1a. Migrate Config to Version 2 on the folder's version 1 project file, then save it
+  const config = join(narrowFolder, '.rootguard.toml');
+  await page.keyboard.press('Control+P');
+  await page.locator('.quick-input-widget .quick-input-box input').fill('.rootguard.toml');
+  await pick(page, '.rootguard.toml');
+  await page.locator('.tabs-container .tab', { hasText: '.rootguard.toml' }).first().waitFor({ timeout: 30_000 });
+  await runCommand(page, 'Root Guard: Migrate Config to Version 2');
+  await notification(page, /migrated to version 2/);
+  // the editor renders spaces as no-break spaces (\s matches both)
+  await page.waitForFunction(() => [...document.querySelectorAll('.view-lines')].some((e) => /version\s=\s2/.test(e.textContent ?? '')),
+    undefined, { timeout: 30_000 });
+  await shot(page, 'migrate-config.png');
+  await page.locator('.monaco-editor .view-lines').first().click();
+  await page.keyboard.press('Control+S');
+  for (let i = 0; i < 100 && !/version = 2/.test(readFileSync(config, 'utf8')); i += 1) {
+    await page.waitForTimeout(100);
+  }
+  const migrated = readFileSync(config, 'utf8');
+  if (!/^version = 2$/m.test(migrated) || !migrated.includes('# kept through the migration')) {
+    throw new Error(`Migrate Config did not migrate ${config}:\n${migrated}`);
+  }
+  log('Migrate Config migrated the version 1 file (comment kept)');
+
+  // 1b. the extension's own MCP server starts from the .vsix and lists its tools
+  await startMcpServer(page, 'Root Guard guarded files', 'mcp-server-tools.png');
+
+  // 1c. Run MCP Server Confined rewrites .vscode/mcp.json with an absolute launcher, and the server starts
+  const mcpJson = join(narrowFolder, '.vscode', 'mcp.json');
+  await runCommand(page, 'Root Guard: Run MCP Server Confined');
+  await pick(page, 'echo');
+  const dialog = page.locator('.monaco-dialog-box');
+  await dialog.waitFor({ state: 'visible', timeout: 30_000 });
+  await shot(page, 'confine-mcp-server.png');
+  await dialog.locator('.monaco-button', { hasText: 'Rewrite' }).click();
+  await notification(page, /now runs under rootguard run/);
+  const rewritten = readFileSync(mcpJson, 'utf8');
+  const entry = JSON.parse(rewritten.replace(/^\s*\/\/.*$/gm, '')).servers.echo;
+  if (!entry.command.startsWith('/') || !existsSync(entry.command) || !entry.args.includes('run')) {
+    throw new Error(`the rewritten entry does not name an existing absolute launcher: ${JSON.stringify(entry)}`);
+  }
+  log(`confined: ${entry.command} ${entry.args.join(' ')}`);
+  await startMcpServer(page, 'echo', 'confined-mcp-server-started.png');
 
   // 2. widen the way a person does; the window reloads into an untitled workspace
   await addFolderThroughTheUi(page, rootFolder);
@@ -254,9 +380,17 @@ try {
   const toast = await widenNotification(page, 60_000);
   await saveScreenshot(page, screenshot);
   await toast.hover();
+  const tabsBefore = await page.locator('.tabs-container .tab').count();
   await toast.locator('.monaco-button', { hasText: 'Show report' }).click();
   await page.locator('.tabs-container .tab', { hasText: 'Widening Report' }).first().waitFor({ timeout: 30_000 });
-  log('"Show report" opened the widening report');
+  await reportFrame(page).locator('h1').first().waitFor({ timeout: 30_000 });
+  await page.waitForTimeout(2000); // a second tab (the server's text document) would have opened by now
+  const tabs = await page.locator('.tabs-container .tab').allInnerTexts();
+  if (tabs.length !== tabsBefore + 1 || tabs.some((t) => /widening-.*\.txt/.test(t))) {
+    throw new Error(`"Show report" opened ${tabs.length - tabsBefore} tabs: ${JSON.stringify(tabs)}`);
+  }
+  log(`"Show report" opened one tab: ${JSON.stringify(tabs)}`);
+  await shot(page, 'report-one-tab.png');
   if (process.env.REPORT_SCREENSHOT) {
     await page.screenshot({ path: process.env.REPORT_SCREENSHOT });
     log(`saved ${process.env.REPORT_SCREENSHOT}`);
@@ -269,12 +403,21 @@ try {
   await assertWarningBackground(again);
   const toastAgain = await widenNotification(again, 60_000);
 
-  // 5. Acknowledge reaches the server, which records the union and says so in the status
-  //    (a folder inside another folder stays shown as a widening)
+  if (!/Root Guard: reopening /.test(await toastAgain.innerText())) {
+    throw new Error(`the reopened workspace's notification does not say "reopening": ${await toastAgain.innerText()}`);
+  }
+
+  // 5. the report's own Acknowledge button reaches the server, which records the union and says
+  //    so in the status (a folder inside another folder stays shown as a widening)
   await toastAgain.hover();
-  await toastAgain.locator('.monaco-button', { hasText: 'Acknowledge' }).click();
+  await toastAgain.locator('.monaco-button', { hasText: 'Show report' }).click();
+  const button = reportFrame(again).locator('#acknowledge');
+  await button.waitFor({ state: 'visible', timeout: 30_000 });
+  await button.click();
   await again.locator('.notification-toast', { hasText: /boundary is acknowledged/ }).first().waitFor({ state: 'visible', timeout: 30_000 });
   await waitForStatus(again, 'status after Acknowledge', /acknowledged/, 60_000);
+  await reportFrame(again).locator('#withdraw').waitFor({ state: 'visible', timeout: 30_000 });
+  await shot(again, 'report-acknowledged.png');
   log('passed');
 } finally {
   await browser.close();

@@ -138,6 +138,28 @@ except ImportError:  # a tiny stand-in: one package and a .env at the root
 PY
 )
 echo "repository $ROOT, narrow folder $NARROW"
+# What the buttons act on in the narrow folder: a version 1 project file (Migrate Config), and
+# an unconfined stdio MCP server (Run MCP Server Confined), a stdlib JSON-RPC server with one tool.
+mkdir -p "$NARROW/.vscode" "$NARROW/tools"
+printf '# kept through the migration\n[safety]\nallow_temp_directory = false\nfollow_symlinks = true\n' > "$NARROW/.rootguard.toml"
+cat > "$NARROW/tools/echo_mcp.py" <<'PY'
+import json, sys
+for line in sys.stdin:
+    msg = json.loads(line)
+    if "id" not in msg:
+        continue
+    method, result = msg.get("method"), {}
+    if method == "initialize":
+        result = {"protocolVersion": msg["params"].get("protocolVersion", "2025-03-26"),
+                  "capabilities": {"tools": {}}, "serverInfo": {"name": "echo", "version": "1"}}
+    elif method == "tools/list":
+        result = {"tools": [{"name": "echo", "description": "Echo a text.",
+                             "inputSchema": {"type": "object", "properties": {"text": {"type": "string"}}}}]}
+    sys.stdout.write(json.dumps({"jsonrpc": "2.0", "id": msg["id"], "result": result}) + "\n")
+    sys.stdout.flush()
+PY
+printf '{\n  // an unconfined stdio server: Run MCP Server Confined wraps it\n  "servers": {\n    "echo": {"type": "stdio", "command": "/usr/bin/python3", "args": ["${workspaceFolder}/tools/echo_mcp.py"]}\n  }\n}\n' \
+  > "$NARROW/.vscode/mcp.json"
 
 step "code-server profile"
 DATA=$WORK/user-data
@@ -212,7 +234,7 @@ rootguard_logs() {
   find "$DATA/logs" -name '*Root Guard*' -exec sh -c 'echo "--- $1"; tail -${2:-40} "$1"' _ {} "${1:-40}" \; 2>/dev/null || true
 }
 if ! CHROMIUM=$CHROMIUM NODE_PATH="$PREFIX/tools/node_modules" \
-    node "$REPO/scripts/e2e_code_server.mjs" "http://127.0.0.1:$PORT" "$NARROW" "$ROOT" "$SCREENSHOT"; then
+    SHOTS=${SHOTS:-$(dirname "$SCREENSHOT")} node "$REPO/scripts/e2e_code_server.mjs" "http://127.0.0.1:$PORT" "$NARROW" "$ROOT" "$SCREENSHOT"; then
   echo "--- code-server log (tail)"; tail -40 "$WORK/code-server.log"
   rootguard_logs 60
   exit 1

@@ -125,7 +125,7 @@ def test_config_migrate_check_exit_codes(tmp_path):
 
 def test_demo_runs_and_prints_the_widening_report():
     out = rootguard("demo").stdout
-    assert "widens the union" in out and ".env (4)" in out
+    assert "The union widens with" in out and ".env (4)" in out
 
 
 def test_roots_warns_about_an_unconfined_mcp_server_and_not_about_a_wrapped_one(repo):

@@ -19,14 +19,19 @@ import pytest
 REPO = Path(__file__).resolve().parent.parent
 ENV = dict(os.environ)  # before conftest replaces HOME: npm and the installer need the real one
 
-pytestmark = pytest.mark.skipif(
-    shutil.which("npm") is None or shutil.which("node") is None, reason="Node and npm are needed for code-server"
-)
+pytestmark = [
+    pytest.mark.slow,  # minutes: the .vsix is built, code-server and Chromium run
+    pytest.mark.skipif(shutil.which("npm") is None or shutil.which("node") is None,
+                       reason="Node and npm are needed for code-server"),
+]
+SHOTS = ("migrate-config.png", "mcp-server-tools.png", "confine-mcp-server.png", "confined-mcp-server-started.png",
+         "report-one-tab.png", "report-acknowledged.png")
 
 
 def test_code_server_widening_through_the_ui(tmp_path):
     screenshot = tmp_path / "statusbar-warning.png"
-    env = {**ENV, "DEMO": "small", "SCREENSHOT": str(screenshot), "PYTHON": str(REPO / ".venv" / "bin" / "python")}
+    env = {**ENV, "DEMO": "small", "SCREENSHOT": str(screenshot), "SHOTS": str(tmp_path),
+           "PYTHON": str(REPO / ".venv" / "bin" / "python")}
     done = subprocess.run(
         ["bash", str(REPO / "scripts" / "e2e_code_server.sh")],
         cwd=REPO, env=env, capture_output=True, text=True, timeout=1500,
@@ -36,3 +41,9 @@ def test_code_server_widening_through_the_ui(tmp_path):
     assert "[e2e" in output and "passed" in output
     assert "Starting the server (python-on-path)" in output and "bundled/tool/launch.py lsp_bridge" in output
     assert screenshot.read_bytes().startswith(b"\x89PNG")
+    # the buttons keep their promise (issue 33): each step through the UI, each with its screenshot
+    for line in ("Migrate Config migrated the version 1 file", 'MCP server "Root Guard guarded files": Discovered',
+                 "confined: /", 'MCP server "echo": Discovered 1 tool', '"Show report" opened one tab'):
+        assert line in output, line
+    for name in SHOTS:
+        assert (tmp_path / name).read_bytes().startswith(b"\x89PNG"), name

@@ -388,13 +388,14 @@ def test_to_json_matches_the_status_mounts_object(shop: Path):
     data = reconcile([checkout], [wide], repo_toplevel=str(shop)).to_json()
 
     assert set(data) == {
-        "mounts", "roots_without_mount", "mounts_outside_union", "suggested",
+        "mounts", "roots_without_mount", "mounts_outside_union", "suggested", "suggested_for",
         "docker_args", "unrescuable", "first_party", "single_files",
     }  # fmt: skip
     assert data["mounts"] == [{"source": str(shop), "target": "/workspace", "mode": "rw", "origin": "config"}]
     assert data["mounts_outside_union"] == [{"source": str(shop), "target": "/workspace"}]
     assert data["docker_args"][:2] == ["-v", f"{checkout}:/workspace/packages/checkout:rw"]
-    assert set(data["suggested"][0]) == {"source", "target", "mode", "reason"}
+    assert set(data["suggested"][0]) == {"source", "target", "mode", "reason", "beyond_acknowledged"}
+    assert data["suggested_for"] == [checkout]
     assert set(data["unrescuable"][0]) == {"link", "target", "reason"}
     assert set(data["first_party"][0]) == {"link", "target", "via"}
     json.dumps(data)

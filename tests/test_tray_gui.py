@@ -334,6 +334,30 @@ def test_the_session_list_shows_each_window_and_what_it_exposes(qtbot, make_tray
     qtbot.waitUntil(lambda: items.count() == 1)
 
 
+def test_withdraw_acknowledgement_reaches_the_session_and_the_menu_never_says_all_clear_beside_a_warning(qtbot, make_tray):
+    app = make_tray()
+    client = connect(qtbot, app)
+    acknowledged = {**WIDENED, "acknowledged": True, "withdrawable": True,
+                    "summary": "⚠ checkout inside shop (acknowledged)"}
+    client.send(protocol.status(acknowledged))
+    qtbot.waitUntil(lambda: any(s.status for s in app.broker.registry.sessions()))
+    app.refresh()
+    app.build_menu()
+    header = app.menu.actions()[0].text()
+    assert "all clear" not in header and "1 acknowledged widening" in header, header
+    session_menu = next(a.menu() for a in app.menu.actions() if a.menu() and "checkout, shop" in a.text())
+    withdraw = next(a for a in session_menu.actions() if a.text() == "Withdraw acknowledgement")
+    withdraw.trigger()
+    qtbot.waitUntil(lambda: any(f.get("type") == "withdraw_acknowledgement" for f in client.frames))
+    app.window.session_list.setCurrentRow(0)
+    assert app.window.withdraw.isEnabled()
+    client.send(protocol.status({**WIDENED, "widened": False, "summary": "2 roots", "warnings": []}))
+    qtbot.waitUntil(lambda: all(s.status and s.status.get("widened") is False for s in app.broker.registry.sessions()))
+    app.refresh()
+    app.build_menu()
+    assert "all clear" in app.menu.actions()[0].text()
+
+
 def test_a_widening_is_announced(qtbot, make_tray):
     app = make_tray()  # no system tray offscreen: the window's status bar carries the message
     client = connect(qtbot, app)
@@ -508,3 +532,4 @@ def test_clients_reconnect_and_republish_after_a_tray_restart(qtbot):
         thread.join(10)
     shutil.rmtree(os.path.dirname(sock), ignore_errors=True)
     assert not Path(sock).exists()
+

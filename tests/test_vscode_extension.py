@@ -48,17 +48,23 @@ def installed_matches_lock() -> bool:
 
 
 @pytest.fixture(scope="module")
-def built() -> Path:
-    """Installs the locked dependencies (only if needed) and packages the .vsix."""
+def installed() -> None:
+    """The locked npm dependencies (installed only if needed)."""
     if not installed_matches_lock():
         # --ignore-scripts: nothing to build natively, and no download beyond the registry
         npm("ci", "--ignore-scripts", "--no-audit", "--no-fund")
+
+
+@pytest.fixture(scope="module")
+def built(installed) -> Path:
+    """Packages the .vsix (minutes: the bundle carries the MCP SDK, and vsce scans every file)."""
     VSIX.unlink(missing_ok=True)
     npm("run", "package")
     assert VSIX.is_file(), "npm run package did not produce rootguard.vsix"
     return VSIX
 
 
+@pytest.mark.slow
 def test_vsix_holds_the_bundle_manifest_and_icon(built):
     with zipfile.ZipFile(built) as vsix:
         names = set(vsix.namelist())
@@ -78,6 +84,7 @@ def test_vsix_holds_the_bundle_manifest_and_icon(built):
     assert not any(n.endswith(".ts") or n.endswith(".map") for n in names)
 
 
+@pytest.mark.slow
 def test_manifest_activates_at_startup_and_documents_settings(built):
     with zipfile.ZipFile(built) as vsix:
         manifest = json.loads(vsix.read("extension/package.json"))
@@ -95,12 +102,13 @@ def test_manifest_activates_at_startup_and_documents_settings(built):
     assert manifest["license"] == "MIT"
 
 
-def test_typescript_unit_tests_pass(built):
+def test_typescript_unit_tests_pass(installed):
     done = npm("test")
     assert " passing" in done.stdout
     assert " failing" not in done.stdout
 
 
+@pytest.mark.slow
 def test_vsix_carries_the_language_server_and_its_dependencies(built, tmp_path):
     """Installing the .vsix is the whole install: the bundle runs on a bare interpreter (no site-packages)."""
     import re
@@ -113,7 +121,17 @@ def test_vsix_carries_the_language_server_and_its_dependencies(built, tmp_path):
     for name in ("bundled/tool/launch.py", "bundled/libs/lsp_bridge/__init__.py", "bundled/libs/pygls/__init__.py",
                  "bundled/libs/watchdog/__init__.py", "bundled/libs/detect_secrets/__init__.py"):
         assert f"extension/{name}" in names, name
-    assert not any(n.endswith((".so", ".pyd", ".pyc")) for n in names), "pure Python only"
+    libs = [n for n in names if n.startswith("extension/bundled/libs/")]
+    assert not any(n.endswith((".so", ".pyd", ".pyc")) for n in libs), "the language server's bundle: pure Python only"
+    # the MCP SDK (Linux x86-64: the pure part zipped, the compiled parts per CPython version)
+    # and the tray's install (the Root Guard wheel, pip's wheel, the installer)
+    for name in ("bundled/mcp/common.zip", "bundled/tool/install_tray.py"):
+        assert f"extension/{name}" in names, name
+    for version in ("cp311", "cp312", "cp313", "cp314"):
+        assert any(n.startswith(f"extension/bundled/mcp/{version}/pydantic_core/") for n in names), version
+    assert any(re.fullmatch(r"extension/bundled/wheels/rootguard-[^/]+-py3-none-any\.whl", n) for n in names)
+    assert any(re.fullmatch(r"extension/bundled/tool/pip-[^/]+\.whl", n) for n in names)
+    assert not any(n.endswith(".pyc") or "/__pycache__/" in n for n in names)
     # every base dependency of the project is pinned in the bundle's requirements
     base = tomllib.loads((EXTENSION.parent / "pyproject.toml").read_text())["project"]["dependencies"]
     pinned = (EXTENSION / "bundled" / "requirements.txt").read_text().lower().replace("_", "-")

@@ -11,7 +11,7 @@ from PySide6.QtWidgets import QMenu, QSystemTrayIcon
 from lsp_bridge.approvals.queue import Pending
 from lsp_bridge.core.grants import GrantError, always_rules, write_always_rule
 from tray.broker import Broker
-from tray.icons import STATES, icon_state, load_icon, tooltip
+from tray.icons import STATES, icon_state, load_icon, notes_of, tooltip
 from tray.prompt import DEFAULT_KEY_GUARD_MS, ApprovalPrompt
 from tray.sessions import describe
 from tray.window import ANSWER_TEXT, MainWindow, clock_text, paths_text
@@ -90,9 +90,12 @@ class TrayApp(QObject):
         self.window.setWindowIcon(icon)
         if self.tray is not None:
             self.tray.setIcon(icon)
-            self.tray.setToolTip(tooltip(self.state, len(registry), waiting))
+            self.tray.setToolTip(tooltip(self.state, len(registry), waiting, self._notes()))
         self.window.refresh()
         self._update_prompt()
+
+    def _notes(self) -> str:
+        return notes_of(s.status for s in self.broker.registry.sessions())
 
     def _update_prompt(self) -> None:
         pending = self.broker.queue.pending
@@ -144,7 +147,7 @@ class TrayApp(QObject):
         menu = self.menu
         menu.clear()
         queue, registry = self.broker.queue, self.broker.registry
-        header = menu.addAction(tooltip(self.state or "disconnected", len(registry), len(queue.pending)))
+        header = menu.addAction(tooltip(self.state or "disconnected", len(registry), len(queue.pending), self._notes()))
         header.setEnabled(False)
         if queue.pending:
             action = menu.addAction(f"Answer {len(queue.pending)} pending approval{'s' if len(queue.pending) > 1 else ''}…")
@@ -186,6 +189,9 @@ class TrayApp(QObject):
         sub.addSeparator()
         if info.widened:
             sub.addAction("Acknowledge widening").triggered.connect(lambda _=False, c=info.conn: self._acknowledge(c))
+        if info.withdrawable:
+            sub.addAction("Withdraw acknowledgement").triggered.connect(
+                lambda _=False, c=info.conn: self.broker.withdraw_acknowledgement(c))
         sub.addAction("Show details…").triggered.connect(lambda _=False, c=info.conn: self.window.show_session(c))
 
     def _acknowledge(self, conn: int) -> None:

@@ -173,6 +173,21 @@ class Broker(QObject):
         self._send_answers(self.queue.answer(pending, answer, rules))
         self._changed_queue()
 
+    def withdraw_acknowledgement(self, conn_id: int) -> bool:
+        """Tell the session the person withdrew its acknowledgement (it warns again)."""
+        conn = self._conns.get(conn_id)
+        info = self.registry.get(conn_id)
+        if info is not None:
+            union = tuple(p for p in (info.status or {}).get("union", []) if isinstance(p, str))
+            self.queue.note(DecisionRecord(self.queue.wall(), info.label, "—", "widening", union, "withdrawn", 1,
+                                           "acknowledgement withdrawn in the tray"))
+        if conn is None or conn.hello is None:
+            self.queueChanged.emit()
+            return False
+        self._send(conn, protocol.withdraw_acknowledgement())
+        self.queueChanged.emit()
+        return True
+
     def acknowledge(self, conn_id: int) -> bool:
         """Tell the session the person acknowledged its widening (it records the union)."""
         conn = self._conns.get(conn_id)

@@ -160,9 +160,12 @@ def autostart_path(env=os.environ) -> str:
 
 
 def desktop_entry() -> str:
-    command = shutil.which("rootguard")
+    from tray.icons import icons_dir  # the checkout's icons/, or a wheel's share/rootguard/icons
+
+    beside = os.path.join(os.path.dirname(sys.executable), "rootguard")  # a venv's own script (Install Tray)
+    command = beside if os.access(beside, os.X_OK) else shutil.which("rootguard")
     argv = [command, "tray"] if command else [sys.executable, "-m", "tray"]
-    icon = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "icons", "tray-clear.svg")
+    icon = str(icons_dir() / "tray-clear.svg")
     lines = [
         "[Desktop Entry]",
         "Type=Application",
@@ -179,8 +182,17 @@ def desktop_entry() -> str:
 
 
 def install_autostart() -> int:
+    """Write the autostart entry, once the tray can start at all (PySide6 importable), else exit 2."""
+    import importlib.util
+
     from lsp_bridge.core.atomic import atomic_write
 
+    if importlib.util.find_spec("PySide6") is None:
+        from lsp_bridge.cli.install_hint import missing_extra
+
+        print(f"rootguard tray: nothing written: {missing_extra('tray --install-autostart', 'tray', 'PySide6')}",
+              file=sys.stderr)
+        return 2
     path = autostart_path()
     atomic_write(path, desktop_entry(), mode=0o644, dir_mode=0o755)
     print(f"wrote {path}")

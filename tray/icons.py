@@ -40,10 +40,32 @@ def icon_state(sessions: int, any_widened: bool, pending: int) -> str:
     return "clear"
 
 
-def tooltip(state: str, sessions: int, pending: int) -> str:
+def tooltip(state: str, sessions: int, pending: int, notes: str = "") -> str:
+    """The tray's one line. ``notes``: what the windows still show (an acknowledged widening,
+    warnings); with notes the state is never called "all clear"."""
     windows = f"{sessions} window{'s' if sessions != 1 else ''}"
     waiting = f", {pending} approval{'s' if pending != 1 else ''} waiting" if pending else ""
-    return f"Root Guard — {TOOLTIPS[state]} ({windows}{waiting})"
+    said = notes if state == "clear" and notes else TOOLTIPS[state]
+    return f"Root Guard — {said} ({windows}{waiting})"
+
+
+def notes_of(statuses) -> str:
+    """What connected windows show beside no unacknowledged widening: acknowledged widenings and warnings."""
+    acknowledged = warnings = 0
+    for status in statuses:
+        if not isinstance(status, dict):
+            continue
+        if status.get("widened") is True:
+            acknowledged += 1
+        items = status.get("warnings")
+        warnings += sum(1 for w in items if isinstance(w, dict) and w.get("code") != "union-widened") \
+            if isinstance(items, list) else 0
+    parts = []
+    if acknowledged:
+        parts.append(f"{acknowledged} acknowledged widening{'s' if acknowledged != 1 else ''}")
+    if warnings:
+        parts.append(f"{warnings} warning{'s' if warnings != 1 else ''}")
+    return ", ".join(parts)
 
 
 def icons_dir() -> Path:

@@ -47,6 +47,11 @@ class SessionInfo:
         return tuple(roots) if roots else self.folders
 
     @property
+    def withdrawable(self) -> bool:
+        """The session says an acknowledgement of its folders can be withdrawn."""
+        return self.status is not None and self.status.get("withdrawable") is True
+
+    @property
     def summary(self) -> str:
         text = self.status.get("summary") if self.status else None
         if isinstance(text, str) and text:

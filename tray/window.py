@@ -38,6 +38,7 @@ ANSWER_TEXT = {
     "deny": "denied",
     "timeout": "timed out (denied)",
     "acknowledged": "widening acknowledged",
+    "withdrawn": "acknowledgement withdrawn",
 }
 
 
@@ -90,11 +91,14 @@ class MainWindow(QMainWindow):
         self.details = QTextBrowser()
         self.acknowledge = QPushButton("Acknowledge widening")
         self.acknowledge.clicked.connect(self._acknowledge)
+        self.withdraw = QPushButton("Withdraw acknowledgement")
+        self.withdraw.clicked.connect(self._withdraw)
         left = QWidget()
         column = QVBoxLayout(left)
         column.setContentsMargins(0, 0, 0, 0)
         column.addWidget(self.session_list)
         column.addWidget(self.acknowledge)
+        column.addWidget(self.withdraw)
         split = QSplitter()
         split.addWidget(left)
         split.addWidget(self.details)
@@ -181,6 +185,7 @@ class MainWindow(QMainWindow):
         item = self.session_list.currentItem()
         info = self.broker.registry.get(item.data(Qt.ItemDataRole.UserRole)) if item else None
         self.acknowledge.setEnabled(bool(info and info.widened))
+        self.withdraw.setEnabled(bool(info and info.withdrawable))
         if info is None:
             self.details.setHtml("<p>No editor window is connected.</p>")
             return
@@ -227,6 +232,11 @@ class MainWindow(QMainWindow):
         item = self.session_list.currentItem()
         if item is not None:
             self.broker.acknowledge(item.data(Qt.ItemDataRole.UserRole))
+
+    def _withdraw(self) -> None:
+        item = self.session_list.currentItem()
+        if item is not None:
+            self.broker.withdraw_acknowledgement(item.data(Qt.ItemDataRole.UserRole))
 
     def _dismiss_missed(self) -> None:
         item = self.missed.currentItem()

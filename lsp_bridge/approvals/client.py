@@ -73,6 +73,7 @@ class TrayClient:
         self._welcome: asyncio.Future | None = None
         self._last_status: dict | None = None
         self.on_acknowledge = None  # called when the person acknowledges the widening in the tray
+        self.on_withdraw = None  # called when the person withdraws the acknowledgement in the tray
         protocol.parse_client_message(protocol.hello(session, client, self.folders, self.pid))  # fail early
 
     # -- public API -----------------------------------------------------------
@@ -272,6 +273,11 @@ class TrayClient:
                 self.on_acknowledge()
             except Exception:  # noqa: BLE001 - the link stays up whatever the callback does
                 log.exception("acknowledging the widening failed")
+        elif isinstance(msg, protocol.WithdrawAcknowledgement) and self.on_withdraw is not None:
+            try:
+                self.on_withdraw()
+            except Exception:  # noqa: BLE001 - the link stays up whatever the callback does
+                log.exception("withdrawing the acknowledgement failed")
 
     def _on_error(self, msg: protocol.ErrorReply) -> None:
         if msg.ref and msg.ref in self._waiting:

@@ -216,6 +216,11 @@ class Acknowledge:
 
 
 @dataclass(frozen=True)
+class WithdrawAcknowledgement:
+    """The person withdrew this session's acknowledgement in the tray (it warns again)."""
+
+
+@dataclass(frozen=True)
 class Welcome:
     protocol: int
     tray_pid: int | None
@@ -236,7 +241,7 @@ class ErrorReply:
 
 
 ClientMessage = Hello | Status | AccessRequest | Withdraw
-ServerMessage = Welcome | Queued | Decision | ErrorReply | Acknowledge
+ServerMessage = Welcome | Queued | Decision | ErrorReply | Acknowledge | WithdrawAcknowledgement
 
 
 # ---------------------------------------------------------------------------
@@ -282,6 +287,10 @@ def withdraw(request_id: str) -> dict:
 
 def acknowledge() -> dict:
     return {"type": "acknowledge"}
+
+
+def withdraw_acknowledgement() -> dict:
+    return {"type": "withdraw_acknowledgement"}
 
 
 def welcome(tray_pid: int, timeout_seconds: float | None) -> dict:
@@ -461,7 +470,7 @@ _CLIENT_PARSERS: dict[str, Callable[[dict[str, Any]], ClientMessage]] = {
     "hello": _parse_hello, "status": _parse_status, "request": _parse_request, "withdraw": _parse_withdraw}
 _SERVER_PARSERS: dict[str, Callable[[dict[str, Any]], ServerMessage]] = {
     "welcome": _parse_welcome, "queued": _parse_queued, "decision": _parse_decision, "error": _parse_error,
-    "acknowledge": lambda f: Acknowledge()}
+    "acknowledge": lambda f: Acknowledge(), "withdraw_acknowledgement": lambda f: WithdrawAcknowledgement()}
 
 
 # ---------------------------------------------------------------------------

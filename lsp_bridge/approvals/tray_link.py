@@ -25,6 +25,7 @@ class TrayLink:
         tracker = ls.tracker
         client = TrayClient(session=tracker.session_id, client=ls.client_name, folders=tracker.session.folders)
         client.on_acknowledge = ls.acknowledge  # the tray's "Acknowledge widening" button
+        client.on_withdraw = ls.withdraw  # the tray's "Withdraw acknowledgement"
         link = cls(client)
 
         async def connect() -> None:

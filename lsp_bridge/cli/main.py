@@ -49,7 +49,11 @@ DELEGATED = {
     "hook": ("lsp_bridge.agents.hook", "an agent's pre-tool hook: decide its tool call (docs/agents.md)", None),
     "agents": ("lsp_bridge.agents.command", "install, remove and check the hook in each agent's settings", None),
 }
-EXTRA_MODULES = {"tray": ("PySide6", "shiboken6"), "mcp": ("mcp", "mcp_types", "anyio", "pydantic", "httpx")}
+EXTRA_MODULES = {
+    "tray": ("PySide6", "shiboken6"),
+    "mcp": ("mcp", "mcp_types", "anyio", "pydantic", "pydantic_core", "httpx", "httpx2", "httpcore2", "starlette",
+            "sse_starlette", "jsonschema", "typing_inspection", "annotated_types", "jwt", "multipart", "opentelemetry"),
+}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -161,10 +165,9 @@ def _delegate(name: str, rest: list[str]) -> int:
     except ModuleNotFoundError as err:  # at import or when the command loads its toolkit
         missing = (err.name or "").split(".")[0]
         if extra and missing in EXTRA_MODULES[extra]:
-            raise UsageError(
-                f"{name} needs the '{extra}' extra ({missing} is not installed): "
-                f"pip install '.[{extra}]' in the Root Guard source folder"
-            ) from None
+            from lsp_bridge.cli.install_hint import missing_extra
+
+            raise UsageError(missing_extra(name, extra, missing)) from None
         raise
 
 
@@ -196,16 +199,23 @@ def cmd_check(args) -> int:
         if value is not None and not value:
             raise UsageError(f"{label} is empty")
     session = _session(args.root, option="--root")
+    # Like every path typed on a command line, PATH and DEST are read against the current
+    # directory (not against the first root, which is how the engine reads a relative path).
+    path, dest = _typed_path(args.path), _typed_path(args.dest)
     try:
-        decision = session.policy.decide(args.op, args.path, args.dest)
+        decision = session.policy.decide(args.op, path, dest)
     except PolicyInputError as err:
         raise UsageError(str(err)) from None
     data = decision.to_json()
+    missing = [p for p in (path, dest) if p is not None and not os.path.lexists(p)]
+    data["exists"] = not missing
 
     def text(data: dict) -> str:
-        return "\n".join([f"{decision.decision.upper()}  {args.op} {_safe(decision.path)}",
-                          f"  rule:   {decision.rule or '(none)'}",
-                          f"  reason: {_safe(decision.reason)}"])
+        lines = [f"{decision.decision.upper()}  {args.op} {_safe(decision.path)}",
+                 f"  rule:   {decision.rule or '(none)'}",
+                 f"  reason: {_safe(decision.reason)}"]
+        lines += [f"  note:   {_safe(p)} does not exist (decided as if it were created)" for p in missing]
+        return "\n".join(lines)
 
     _emit(args, data, text)
     return DECISION_EXIT[decision.decision]
@@ -312,15 +322,20 @@ def cmd_config_migrate(args) -> int:
 def cmd_probe(args) -> int:
     """``rootguard probe``: 0 every path-taking tool tested and nothing served outside, else 1."""
     command = _after_dashes(args.command, "probe", "SERVER_COMMAND")
+    from lsp_bridge.cli.install_hint import missing_extra
+
     try:
         from lsp_bridge.probe.runner import ProbeError, format_report, run_probe
     except ModuleNotFoundError as err:
-        raise UsageError(f"probe needs the 'mcp' extra ({err.name} is not installed): "
-                         "pip install '.[mcp]' in the Root Guard source folder") from None
+        raise UsageError(missing_extra("probe", "mcp", err.name or "mcp")) from None
     try:
         report = run_probe(command, trace=args.trace)
     except ProbeError as err:
         raise UsageError(str(err)) from None
+    except ModuleNotFoundError as err:  # the SDK is imported when the probe connects
+        if (err.name or "").split(".")[0] not in EXTRA_MODULES["mcp"]:
+            raise
+        raise UsageError(missing_extra("probe", "mcp", err.name or "mcp")) from None
     _emit(args, report.to_json() if args.json else {}, lambda _: format_report(report))
     return 0 if report.ok else 1
 
@@ -379,6 +394,13 @@ def _session(folders: Sequence[str], *, option: str = "FOLDER"):
     for line in session.held():  # decided with the approved configuration: say why, every time
         print(f"rootguard: held: {_safe(line)}", file=sys.stderr)
     return session
+
+
+def _typed_path(path: str | None) -> str | None:
+    """A path the user typed: absolute as given, relative against the current directory."""
+    if path is None or os.path.isabs(path):
+        return path
+    return os.path.join(os.getcwd(), path)
 
 
 def _after_dashes(command: Sequence[str], name: str, what: str) -> list[str]:

@@ -31,6 +31,10 @@ class Acknowledgement:
     folder: str  # canonical
     union: tuple[str, ...]  # canonical union entries
     when: float = 0.0
+    previous: tuple[str, ...] | None = None  # the union this record replaced (withdrawing restores it)
+
+
+SEEN_LIMIT = 200  # windows (folder sets) remembered as warned about, most recent last
 
 
 class AcknowledgementError(ValueError):
@@ -57,15 +61,48 @@ def parse(text: str, where: str = "<acknowledged>") -> dict[str, Acknowledgement
         when = record.get("when", 0.0)
         if not isinstance(union, list) or not all(isinstance(p, str) and p.startswith("/") for p in union):
             continue
-        found[folder] = Acknowledgement(folder, tuple(union), float(when) if isinstance(when, (int, float)) else 0.0)
+        previous = record.get("previous")
+        if not (isinstance(previous, list) and all(isinstance(p, str) and p.startswith("/") for p in previous)):
+            previous = None
+        found[folder] = Acknowledgement(folder, tuple(union), float(when) if isinstance(when, (int, float)) else 0.0,
+                                        None if previous is None else tuple(previous))
     return found
 
 
-def render(records: Mapping[str, Acknowledgement]) -> str:
-    folders = {
-        folder: {"union": list(rec.union), "when": rec.when} for folder, rec in sorted(records.items())
-    }
-    return json.dumps({"version": FORMAT_VERSION, "folders": folders}, indent=1) + "\n"
+def parse_seen(text: str) -> list[tuple[str, ...]]:
+    """The folder sets of windows that were warned about (``seen``), oldest first; [] when unreadable."""
+    try:
+        data = json.loads(text) if text.strip() else {}
+    except (json.JSONDecodeError, RecursionError):
+        return []
+    seen = data.get("seen") if isinstance(data, dict) else None
+    if not isinstance(seen, list):
+        return []
+    return [tuple(s) for s in seen if isinstance(s, list) and s and all(isinstance(p, str) and p.startswith("/") for p in s)]
+
+
+def window_key(folders: Iterable[str]) -> tuple[str, ...]:
+    """A window's folders as the ``seen`` list keeps them: sorted, without repeats."""
+    return tuple(sorted(set(folders)))
+
+
+def remember(seen: Sequence[tuple[str, ...]], folders: Iterable[str]) -> list[tuple[str, ...]]:
+    """``seen`` with this window's folder set last (kept to the ``SEEN_LIMIT`` most recent)."""
+    key = window_key(folders)
+    kept = [s for s in seen if s != key] + [key]
+    return kept[-SEEN_LIMIT:]
+
+
+def render(records: Mapping[str, Acknowledgement], seen: Sequence[tuple[str, ...]] = ()) -> str:
+    folders: dict[str, dict[str, object]] = {}
+    for folder, rec in sorted(records.items()):
+        folders[folder] = {"union": list(rec.union), "when": rec.when}
+        if rec.previous is not None:
+            folders[folder]["previous"] = list(rec.previous)
+    data: dict[str, object] = {"version": FORMAT_VERSION, "folders": folders}
+    if seen:
+        data["seen"] = [list(s) for s in seen]
+    return json.dumps(data, indent=1) + "\n"
 
 
 def acknowledge(
@@ -74,7 +111,25 @@ def acknowledge(
     """The records after the person accepted ``union`` for the window's ``folders``."""
     updated = dict(records)
     for folder in folders:
-        updated[folder] = Acknowledgement(folder, tuple(union), when)
+        old = records.get(folder)
+        previous = None if old is None else (old.union if tuple(old.union) != tuple(union) else old.previous)
+        updated[folder] = Acknowledgement(folder, tuple(union), when, previous)
+    return updated
+
+
+def withdraw(records: Mapping[str, Acknowledgement], folders: Iterable[str], when: float) -> dict[str, Acknowledgement]:
+    """The records after the person withdrew the window's acknowledgement: each folder's record goes
+    back to the union it replaced (a folder acknowledged for the first time has none: it is dropped),
+    so the window warns again as it did before it was acknowledged."""
+    updated = dict(records)
+    for folder in folders:
+        old = records.get(folder)
+        if old is None:
+            continue
+        if old.previous is None:
+            del updated[folder]
+        else:
+            updated[folder] = Acknowledgement(folder, old.previous, when, None)
     return updated
 
 

@@ -46,3 +46,30 @@ def filesystem_type(device: int) -> str:
         types.setdefault(device, UNKNOWN)  # untrusted until the table is re-read
         _types, _read_at = types, now
     return _types[device]
+
+
+# Kernel interfaces mounted as file systems: their "files" are not data anyone handed over,
+# and walking them (``/proc`` alone has a directory per thread) is long and meaningless.
+PSEUDO_TYPES = frozenset({
+    "proc", "sysfs", "devtmpfs", "devpts", "cgroup", "cgroup2", "securityfs", "debugfs", "tracefs", "pstore",
+    "bpf", "configfs", "fusectl", "mqueue", "hugetlbfs", "binfmt_misc", "autofs", "efivarfs", "selinuxfs",
+    "rpc_pipefs", "nsfs", "nfsd", "ramfs",
+})
+
+
+def pseudo_mounts() -> dict[str, str]:
+    """Mount point -> type for every pseudo file system mounted now (empty without ``/proc``)."""
+    found: dict[str, str] = {}
+    try:
+        with open(MOUNTINFO, encoding="utf-8", errors="replace") as handle:
+            for line in handle:
+                fields = line.split()
+                if "-" not in fields or len(fields) < 5:
+                    continue
+                kind = fields[fields.index("-") + 1]
+                if kind in PSEUDO_TYPES:
+                    point = fields[4].encode("utf-8", "surrogateescape").decode("unicode_escape", "replace")
+                    found[point] = kind
+    except OSError:
+        return {}
+    return found

@@ -147,6 +147,7 @@ class SuggestedMount:
     target: str
     mode: str
     reason: str
+    beyond_acknowledged: bool  # the source lies outside the union the person acknowledged
 
 
 @record
@@ -175,6 +176,7 @@ class Mounts:
     roots_without_mount: list[str]
     mounts_outside_union: list[MountOutsideUnion]
     suggested: list[SuggestedMount]
+    suggested_for: list[str]  # the narrow roots the suggestion is made for (never a widened union)
     docker_args: list[str]
     unrescuable: list[UnrescuableLink]
     first_party: list[FirstPartyLink]
@@ -195,6 +197,7 @@ class GitHistory:
 
     path: str
     bytes: int
+    size: str  # ``bytes`` as every view shows it (decimal units, rendered once by the server)
     commits: int | None
     deleted_sensitive: list[str] | None
     via: list[str]
@@ -229,6 +232,14 @@ class PackageStore:
 
 
 @record
+class AddedFiles:
+    """The files one added root adds (those of the narrow roots inside it not counted)."""
+
+    path: str
+    files: int
+
+
+@record
 class Inventory:
     """What the union after the widening exposes that the one before did not."""
 
@@ -246,6 +257,7 @@ class Inventory:
     after: list[str]
     errors: list[str]
     notes: list[str]  # why the union did not follow the folders given
+    added_files: list[AddedFiles]  # per added root: the files it adds
 
 
 @record
@@ -283,6 +295,7 @@ class Status:
     mounts: Mounts | None
     widened: bool  # unacknowledged widenings, or a workspace folder inside another
     acknowledged: bool  # nothing is wider than what the person last acknowledged for these folders
+    withdrawable: bool  # an acknowledgement of these folders can be withdrawn (rootguard.withdrawAcknowledgement)
     reference: list[str]  # the union the person last acknowledged for these folders
     widening: list[WideningEntry]
     inventory: Inventory | None

@@ -8,10 +8,11 @@ server. Every list goes through ``text.shorten`` and every path through
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 
 from lsp_bridge.core.paths import is_within
 from lsp_bridge.core.record import dataclass, field
-from lsp_bridge.inventory.text import one_line, plural, shorten, show_path
+from lsp_bridge.inventory.text import LIST_LIMIT, one_line, plural, shorten, show_path
 
 # Store kinds a repository has one of; every other store is a plain node_modules folder.
 _REPOSITORY_STORES = (".pnpm", ".pnpm-store", "cache", "unplugged")
@@ -54,7 +55,7 @@ class GitDir:
     renamed_sensitive: tuple[Renamed, ...] = ()
 
     def to_json(self) -> dict:
-        return {"path": self.path, "bytes": self.bytes, "commits": self.commits,
+        return {"path": self.path, "bytes": self.bytes, "size": size_text(self.bytes), "commits": self.commits,
                 "deleted_sensitive": None if self.deleted_sensitive is None
                 else list(self.deleted_sensitive), "via": list(self.via),
                 "renamed_sensitive": [r.to_json() for r in self.renamed_sensitive]}
@@ -128,6 +129,7 @@ class InventoryReport:
     stores: tuple[Store, ...] = ()
     errors: tuple[str, ...] = field(default=())
     notes: tuple[str, ...] = field(default=())  # why the union did not follow the folders given
+    added_files: tuple[tuple[str, int], ...] = field(default=())  # (added root, files it adds)
 
     @property
     def ratio(self) -> float:
@@ -149,7 +151,24 @@ class InventoryReport:
             "after": list(self.after),
             "errors": list(self.errors),
             "notes": list(self.notes),
+            "added_files": [{"path": p, "files": n} for p, n in self.added_files],
         }
+
+    def part(self, roots: Sequence[str]) -> str:
+        """What the added ``roots`` (some of ``added_roots``) hand over, without a ratio:
+        ``+3,509 files, 3 secrets files, .git (43 commits)``. Everything inside those roots is theirs."""
+        def mine(path: str) -> bool:
+            return any(is_within(path, r) for r in roots)
+
+        files = sum(n for p, n in self.added_files if p in roots)
+        parts = [f"+{plural(files, 'file')}"]
+        credentials = [c for c in self.credentials if mine(c.path)]
+        if credentials:
+            parts.append(plural(len(credentials), "secrets file"))
+        for git in self.git:
+            if mine(git.path) or any(mine(v) for v in git.via):
+                parts.append(_git_part(git))
+        return ", ".join(parts)
 
     def summary_line(self) -> str:
         """One line for a status bar, e.g. ``×180: +60,660 files, 3 secrets files, .git (53 commits)``."""
@@ -158,9 +177,7 @@ class InventoryReport:
         parts = [f"+{self.files_after - self.files_before:,} files"]
         if self.credentials:
             parts.append(plural(len(self.credentials), "secrets file"))
-        for git in self.git:
-            commits = "?" if git.commits is None else f"{git.commits:,}"
-            parts.append(f".git ({commits} commits)")
+        parts += [_git_part(git) for git in self.git]
         return f"{self._growth()}: " + ", ".join(parts)
 
     def _growth(self) -> str:
@@ -176,21 +193,21 @@ class InventoryReport:
         show = self._display
         added = ", ".join(show_path(r) for r in self.added_roots)
         if self.files_after == self.files_before:
-            head = (f"Adding {added} widens the union by {plural(len(self.added_roots), 'folder')} "
+            head = (f"The union widens with {added} ({plural(len(self.added_roots), 'folder')}) "
                     f"but no files ({plural(self.files_after, 'file')} before and after).")
         elif self.files_before == 0:
-            head = f"Adding {added} widens the union: from no files to {plural(self.files_after, 'file')}."
+            head = f"The union widens with {added}: from no files to {plural(self.files_after, 'file')}."
         else:
-            head = (f"Adding {added} widens the union: {self.files_before:,} → "
+            head = (f"The union widens with {added}: {self.files_before:,} → "
                     f"{plural(self.files_after, 'file')} (×{_ratio_text(self.ratio)}).")
         lines = [head, *self.notes]
         if self.credentials:
             total = sum(c.count for c in self.credentials)
             items = shorten(f"{show(c.path)} ({c.count})" for c in self.credentials)
             lines.append(f"{plural(total, 'credential')} in {plural(len(self.credentials), 'file')}: {items}")
-        for git in self.git:
+        for git in self.git[:LIST_LIMIT]:
             commits = "unknown number of commits" if git.commits is None else plural(git.commits, "commit")
-            line = f"Git history {show(git.path)}: {_size(git.bytes)}, {commits}"
+            line = f"Git history {show(git.path)}: {size_text(git.bytes)}, {commits}"
             if git.deleted_sensitive is None:
                 line += "; could not list the files deleted from history"
             elif git.deleted_sensitive:
@@ -204,15 +221,24 @@ class InventoryReport:
                 line += "; renamed (content kept under the new name): " + shorten(
                     f"{r.source} → {r.dest}" for r in kept)
             lines.append(line)
+        if len(self.git) > LIST_LIMIT:
+            rest = self.git[LIST_LIMIT:]
+            total = sum(g.commits or 0 for g in rest)
+            lines.append(f"{plural(len(rest), 'other git history', 'other git histories')}: "
+                         f"{size_text(sum(g.bytes for g in rest))}, {plural(total, 'commit')} in all: "
+                         + shorten((show(g.path) for g in rest), 3))
         if self.siblings:
             lines.append(f"{plural(len(self.siblings), 'first-party package')} "
                          f"now readable: {shorten(show(s) for s in self.siblings)}")
-        for ci in self.ci_roles:
+        for ci in self.ci_roles[:LIST_LIMIT]:
             lines.append(f"CI workflow {show(ci.path)} names cloud "
                          f"{'identities' if len(ci.identities) > 1 else 'identity'}: "
                          + shorten((i.describe() for i in ci.identities),
                                    total=len(ci.identities) + (1 if ci.capped else 0))
                          + (" (capped: more not read)" if ci.capped else ""))
+        if len(self.ci_roles) > LIST_LIMIT:
+            lines.append(f"{plural(len(self.ci_roles) - LIST_LIMIT, 'other CI workflow')} naming cloud identities: "
+                         + shorten((show(ci.path) for ci in self.ci_roles[LIST_LIMIT:]), 3))
         lines += self._store_lines(show)
         if self.errors:
             lines.append(f"Not inventoried ({plural(len(self.errors), 'place')}): {shorten(self.errors)}")
@@ -262,11 +288,18 @@ def _root_labels(roots: tuple[str, ...]) -> dict[str, str]:
     return labels
 
 
+def _git_part(git: GitDir) -> str:
+    """``.git (12 commits)``, as the one-line summaries say it."""
+    return ".git (? commits)" if git.commits is None else f".git ({plural(git.commits, 'commit')})"
+
+
 def _ratio_text(ratio: float) -> str:
     return f"{ratio:,.0f}" if ratio >= 10 else f"{ratio:g}"
 
 
-def _size(count: int) -> str:
+def size_text(count: int) -> str:
+    """A size in decimal units (1 MB = 1,000,000 bytes), as every view shows it: the webview takes
+    this text from the report (``InventoryReport.to_json``'s ``size``), never its own rounding."""
     size = float(count)
     for unit in ("B", "KB", "MB", "GB"):
         if size < 1000 or unit == "GB":

@@ -50,9 +50,11 @@ class MountSuggestion:
     target: str
     mode: str  # "ro" | "rw"
     reason: str
+    beyond_acknowledged: bool = False  # hands over something outside the acknowledged union
 
     def to_json(self) -> dict:
-        return {"source": self.source, "target": self.target, "mode": self.mode, "reason": self.reason}
+        return {"source": self.source, "target": self.target, "mode": self.mode, "reason": self.reason,
+                "beyond_acknowledged": self.beyond_acknowledged}
 
 
 @dataclass(frozen=True)
@@ -67,6 +69,7 @@ class Reconciliation:
     first_party: tuple[dict, ...] = ()  # {"link", "target"}
     single_files: tuple[str, ...] = ()
     diagnostics: tuple[Diagnostic, ...] = field(default=())
+    suggested_for: tuple[str, ...] = ()  # the roots the suggested set is made for
 
     def to_json(self) -> dict:
         """The ``mounts`` object of ``rootguard/status`` and ``rootguard mounts --json``."""
@@ -77,6 +80,7 @@ class Reconciliation:
             "roots_without_mount": list(self.roots_without_mount),
             "mounts_outside_union": [{"source": m.source, "target": m.target} for m in self.mounts_outside_union],
             "suggested": [s.to_json() for s in self.suggested],
+            "suggested_for": list(self.suggested_for),
             "docker_args": self.docker_args(),
             "unrescuable": [dict(item) for item in self.unrescuable],
             "first_party": [dict(item) for item in self.first_party],
@@ -958,6 +962,7 @@ def reconcile(union: Sequence[str], mounts: Sequence[Mount], *, repo_toplevel: s
         first_party=tuple(first_party),
         single_files=tuple(sorted(plan.files)),
         diagnostics=tuple(diagnostics),
+        suggested_for=tuple(entries),
     )
 
 

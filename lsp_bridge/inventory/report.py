@@ -5,6 +5,8 @@ Shared by the CLI and the language server so both say the same thing.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from lsp_bridge.core.diagnostics import Diagnostic
 from lsp_bridge.inventory.text import LIST_LIMIT, one_line, plural, show_path
 
@@ -63,10 +65,13 @@ def roots_report(session, *, with_mounts: bool = True) -> dict:
     return data
 
 
-def mounts_report(session, *, walk: bool = True):
+def mounts_report(session, *, walk: bool = True, narrow: Sequence[str] | None = None):
     """Mount reconciliation for the session's union (configured and MCP-config mounts).
 
-    ``walk=False``: links from the package manager's layout only (``reconcile``)."""
+    ``walk=False``: links from the package manager's layout only (``reconcile``).
+    ``narrow``: the union the person acknowledged, when the session's union is wider: the
+    suggested narrow mounts (and their docker arguments) are made for it, never for the widened
+    union, and a suggestion reaching outside it says so (``beyond_acknowledged``)."""
     from lsp_bridge.core import worktrees
     from lsp_bridge.inventory.mounts import mcp_server_confinement, mounts_from_mcp_configs, reconcile
 
@@ -83,6 +88,20 @@ def mounts_report(session, *, walk: bool = True):
     if session.scope.folders:
         toplevel = worktrees.locate(session.scope.folders[0]).toplevel
     result = reconcile(session.scope.union.paths, configured, repo_toplevel=toplevel, walk=walk)
+    if narrow is not None and tuple(narrow) != tuple(session.scope.union.paths):
+        from lsp_bridge.core.record import replace
+
+        suggestion = reconcile(narrow, [], repo_toplevel=toplevel, walk=walk) if narrow else None
+        result = replace(result, suggested=suggestion.suggested if suggestion else (),
+                         single_files=suggestion.single_files if suggestion else (), suggested_for=tuple(narrow))
+    if narrow is not None:
+        from lsp_bridge.core.paths import is_within
+        from lsp_bridge.core.record import replace
+
+        marked = tuple(replace(s, beyond_acknowledged=True,
+                               reason=f"{s.reason} (outside the acknowledged union: this hands over more)")
+                       if not any(is_within(s.source, r) for r in narrow) else s for s in result.suggested)
+        result = replace(result, suggested=marked)
     if diagnostics:
         from lsp_bridge.core.record import replace
 

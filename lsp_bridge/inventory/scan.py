@@ -23,6 +23,7 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 
 from lsp_bridge.core.change_key import key_of, stable_key, unchanged
+from lsp_bridge.core.filesystems import pseudo_mounts
 from lsp_bridge.core.paths import is_within
 from lsp_bridge.core.record import dataclass, field, lazy_pattern, replace
 from lsp_bridge.inventory.ci import read_identities
@@ -139,6 +140,7 @@ class InventoryCache:
         self._git_size_stale: set[str] = set()
         self._errors: dict[str, str] = {}
         self._stores: dict[str, ScanStore] = {}  # root -> its kept scans, to save when changed
+        self._pseudo: dict[str, str] | None = None  # mount point -> type of /proc, /sys, /dev...: never walked
 
     # ------------------------------------------------------------ public API
 
@@ -242,6 +244,8 @@ class InventoryCache:
             stores=tuple(Store(p, n) for p, n in sorted(seen_after.stores.items())
                          if p not in seen_before.stores),
             errors=tuple(sorted(set(seen_after.errors))),
+            added_files=tuple((root, self._exposure((root,)).files
+                               - self._exposure(tuple(o for o in old if is_within(o, root))).files) for root in added),
         )
 
     def _file_changed(self, path: str) -> None:
@@ -274,6 +278,8 @@ class InventoryCache:
         if progress:
             progress(f"scanning {root}")
         if kind == _DIR:
+            if self._pseudo is None:
+                self._pseudo = pseudo_mounts()
             store = None
             if self.persistent:
                 store = self._stores.get(root)
@@ -317,6 +323,8 @@ class InventoryCache:
                     entry.total += cached.total  # reuse a subtree scanned before
                 elif name in _SPECIAL_NAMES and (kind := _child_kind(path, name)) != _DIR:
                     self._add_special(child, kind, store)
+                elif self._pseudo and child in self._pseudo:
+                    self._errors[child] = f"{child}: a {self._pseudo[child]} pseudo file system, not walked"
                 else:
                     stack.append((child, entry))
         # Children were listed after their parents: add each total to its parent.

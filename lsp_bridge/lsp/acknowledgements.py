@@ -37,23 +37,35 @@ class AcknowledgementStore:
         self.error: str | None = None
 
     def load(self) -> dict[str, Acknowledgement]:
-        data = read_regular(self.path, MAX_BYTES + 1, follow=True)  # a FIFO put there is refused, not waited on
-        if data is None:
-            if not os.path.lexists(self.path):
-                return {}
-            return self._failed(f"{self.path}: cannot read: not a readable regular file")
-        if len(data) > MAX_BYTES:
-            return self._failed(f"{self.path}: cannot read: larger than {MAX_BYTES} bytes")
-        try:
-            text = data.decode("utf-8")
-        except UnicodeDecodeError:
-            return self._failed(f"{self.path}: cannot read: not UTF-8 text")
+        text = self._text()
+        if text is None:
+            return {}
         try:
             records = acknowledged.parse(text, self.path)
         except acknowledged.AcknowledgementError as err:
             return self._failed(str(err))
         self.error = None
         return records
+
+    def seen(self) -> list[tuple[str, ...]]:
+        """The folder sets of windows that were warned about (``reopening`` when one starts again)."""
+        text = self._text()
+        return acknowledged.parse_seen(text) if text is not None else []
+
+    def _text(self) -> str | None:
+        data = read_regular(self.path, MAX_BYTES + 1, follow=True)  # a FIFO put there is refused, not waited on
+        if data is None:
+            if os.path.lexists(self.path):
+                self._failed(f"{self.path}: cannot read: not a readable regular file")
+            return None
+        if len(data) > MAX_BYTES:
+            self._failed(f"{self.path}: cannot read: larger than {MAX_BYTES} bytes")
+            return None
+        try:
+            return data.decode("utf-8")
+        except UnicodeDecodeError:
+            self._failed(f"{self.path}: cannot read: not UTF-8 text")
+            return None
 
     def _failed(self, message: str) -> dict[str, Acknowledgement]:
         if message != self.error:
@@ -66,7 +78,25 @@ class AcknowledgementStore:
 
         with self._locked():
             records = acknowledged.acknowledge(self.load(), folders, union, when)
-            atomic_write(self.path, acknowledged.render(records), dir_mode=0o700)
+            atomic_write(self.path, acknowledged.render(records, self.seen()), dir_mode=0o700)
+
+    def withdraw(self, folders: Iterable[str], when: float) -> None:
+        """Each folder's record goes back to the union it replaced (``acknowledged.withdraw``)."""
+        from lsp_bridge.core.atomic import atomic_write
+
+        with self._locked():
+            records = acknowledged.withdraw(self.load(), folders, when)
+            atomic_write(self.path, acknowledged.render(records, self.seen()), dir_mode=0o700)
+
+    def remember(self, folders: Sequence[str]) -> None:
+        """Note that a window with these folders was warned about."""
+        from lsp_bridge.core.atomic import atomic_write
+
+        with self._locked():
+            seen = self.seen()
+            if seen and seen[-1] == acknowledged.window_key(folders):
+                return
+            atomic_write(self.path, acknowledged.render(self.load(), acknowledged.remember(seen, folders)), dir_mode=0o700)
 
     @contextmanager
     def _locked(self):

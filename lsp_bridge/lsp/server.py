@@ -45,6 +45,9 @@ ACKNOWLEDGE = "rootguard/acknowledge"
 TRACE = "rootguard/trace"
 MIGRATE_COMMAND = "rootguard.migrateConfig"
 ACKNOWLEDGE_COMMAND = "rootguard.acknowledge"
+WITHDRAW_COMMAND = "rootguard.withdrawAcknowledgement"
+CLOSE_ACTION = "Close"
+WITHDRAW_ACTION = "Withdraw acknowledgement"
 GC_FALLBACK = 5.0  # seconds after initialize: the collector is back on even if no initialized came
 WATCH_AFTER = 0.1  # seconds: a widening's new watches wait for its scan at most this long
 QUIET_START = 0.1  # seconds after the first status before background start-up work begins
@@ -86,6 +89,7 @@ class RootGuardServer(LanguageServer):
         self._published: set[str] = set()
         self._inventory_task: asyncio.Future | None = None
         self.client_name = "unknown editor"
+        self.report_view = False  # the client shows the report itself (initializationOptions.reportView)
         self._tasks: set[asyncio.Task] = set()
         self._mounts_generation = 0  # bumped by every change: older reconciliations are stale
         self._recount_task: asyncio.Future | None = None
@@ -201,7 +205,15 @@ class RootGuardServer(LanguageServer):
                 self._warn_instead(line, err)
             else:
                 self._spawn(self._act_on_widening_answer(answer, line))
-        asyncio.get_running_loop().call_soon(self._log_report)
+        loop = asyncio.get_running_loop()
+        loop.call_soon(self._log_report)
+        loop.run_in_executor(None, self._remember_window)
+
+    def _remember_window(self) -> None:
+        try:
+            self.tracker.remember_window()  # starting these folders again is "reopening" them
+        except OSError as err:
+            log.info("could not note the window as warned about: %s", err)
 
     def _warn_instead(self, line: str, err: Exception) -> None:
         """The widening's request failed: the plain warning, never nothing."""
@@ -224,7 +236,14 @@ class RootGuardServer(LanguageServer):
             await self.show_report()
 
     async def show_report(self) -> None:
-        """The report as a document where the client opens documents, else as a message."""
+        """The whole report, once, in the best view the client has.
+
+        A client with its own report view (VS Code's webview: ``initializationOptions.reportView``)
+        shows it itself: nothing here. A client that opens documents gets the report as one; a client
+        with ``window/showMessageRequest`` only (Neovim 0.7) gets the whole report as one request, with
+        Acknowledge or Withdraw acknowledgement as its actions; any other client a message."""
+        if self.report_view:
+            return
         text = self.tracker.report()
         window = self.client_capabilities.window
         if window is not None and window.show_document is not None and window.show_document.support:
@@ -239,6 +258,21 @@ class RootGuardServer(LanguageServer):
                     return
             except Exception:
                 log.exception("showDocument failed")
+        if window is not None and window.show_message is not None:
+            action = ACKNOWLEDGE_ACTION if self.tracker.pending else WITHDRAW_ACTION if self.tracker.withdrawable else None
+            actions = [types.MessageActionItem(title=t) for t in (action, CLOSE_ACTION) if t]
+            try:
+                choice = await asyncio.wrap_future(self.window_show_message_request(types.ShowMessageRequestParams(
+                    type=types.MessageType.Info, message=text, actions=actions)))
+            except Exception as err:
+                log.info("showMessageRequest failed (%s); sending showMessage", err)
+            else:
+                title = getattr(choice, "title", None)
+                if title == ACKNOWLEDGE_ACTION:
+                    self.acknowledge()
+                elif title == WITHDRAW_ACTION:
+                    self.withdraw()
+                return
         self.window_show_message(types.ShowMessageParams(type=types.MessageType.Info, message=text))
 
     def acknowledge(self) -> dict:
@@ -257,6 +291,21 @@ class RootGuardServer(LanguageServer):
             types.LogMessageParams(type=types.MessageType.Info, message="Root Guard: acknowledged " + ", ".join(union))
         )
         return {"acknowledged": True, "union": list(union)}
+
+    def withdraw(self) -> dict:
+        """Take back this window's acknowledgement: it is measured and warned about again."""
+        if not self.tracker.withdrawable:
+            return {"withdrawn": False, "reason": "no acknowledgement of these folders to withdraw"}
+        try:
+            change = self.tracker.withdraw()
+        except OSError as err:
+            message = f"Root Guard: could not withdraw the acknowledgement: {err}"
+            self.warn(message)
+            return {"withdrawn": False, "reason": message}
+        self.window_log_message(types.LogMessageParams(
+            type=types.MessageType.Info, message="Root Guard: acknowledgement withdrawn for " + ", ".join(self.folders)))
+        self.apply_change(change)
+        return {"withdrawn": True, "reference": list(self.tracker.status().reference)}
 
     def _spawn(self, coro) -> None:
         task = asyncio.ensure_future(coro)
@@ -499,7 +548,7 @@ class RootGuardServer(LanguageServer):
         if generation != self._mounts_generation:
             return  # the workspace changed before this one started: a newer reconciliation follows
         try:
-            reconciliation = mounts_report(self.tracker.session)
+            reconciliation = mounts_report(self.tracker.session, narrow=self.tracker.acknowledged_roots())
         except Exception:
             log.exception("mount reconciliation failed")
             return
@@ -699,6 +748,8 @@ def _folders_from_initialize(params: types.InitializeParams) -> list[str]:
 @server.feature(types.INITIALIZE)
 def on_initialize(ls: RootGuardServer, params: types.InitializeParams) -> None:
     ls.folders = _folders_from_initialize(params)
+    options = params.initialization_options
+    ls.report_view = isinstance(options, dict) and options.get("reportView") is True
     if params.client_info and params.client_info.name:
         ls.client_name = params.client_info.name[:200]
     log.info("initialize from %s with %d folder(s)", ls.client_name, len(ls.folders))
@@ -872,14 +923,23 @@ def on_acknowledge(ls: RootGuardServer, params: Any):
     return ls.acknowledge()
 
 
+@server.command(WITHDRAW_COMMAND)
+def withdraw_command(ls: RootGuardServer, *args: Any):
+    """Withdraw the acknowledgement of this window's folders (any client: workspace/executeCommand)."""
+    return ls.withdraw()
+
+
 @server.command(MIGRATE_COMMAND)
-async def migrate_command(ls: RootGuardServer, args: list[Any]):
+async def migrate_command(ls: RootGuardServer, *args: Any):
+    """Migrate one configuration file to version 2: ``arguments: [uri]`` (default: the user file)."""
     from lsp_bridge.lsp.convert import migrate_edit
 
     uri = args[0] if args else from_fs_path(ls.tracker.user_config_path())
+    if not isinstance(uri, str) or not uri.startswith("file:"):
+        return {"applied": False, "reason": f"not a file: URI: {uri!r}"}
     path = to_fs_path(uri)
     if path is None:
-        return {"applied": False, "reason": f"not a file: URI: {uri}"}
+        return {"applied": False, "reason": f"not a file: URI: {uri!r}"}
     doc = ls.workspace.text_documents.get(uri)
     text = doc.source if doc is not None else _read(path)
     edit = migrate_edit(uri, path, text) if text is not None else None

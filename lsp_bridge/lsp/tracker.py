@@ -38,6 +38,7 @@ class Change:
     widenings: tuple[Widening, ...]  # new since ``before`` and not acknowledged
     added_folders: tuple[str, ...] = ()
     start: bool = False  # the window's first folders
+    verb: str = ""  # what the person did: "adding", "opening", "reopening" ("" for a configuration change)
 
     @property
     def widened(self) -> bool:
@@ -49,12 +50,22 @@ class MemoryStore:
 
     def __init__(self) -> None:
         self.records: dict[str, Acknowledgement] = {}
+        self.windows: list[tuple[str, ...]] = []
 
     def load(self) -> dict[str, Acknowledgement]:
         return dict(self.records)
 
     def acknowledge(self, folders, union, when: float) -> None:
         self.records = acknowledged.acknowledge(self.records, folders, union, when)
+
+    def withdraw(self, folders, when: float) -> None:
+        self.records = acknowledged.withdraw(self.records, folders, when)
+
+    def seen(self) -> list[tuple[str, ...]]:
+        return list(self.windows)
+
+    def remember(self, folders) -> None:
+        self.windows = acknowledged.remember(self.windows, folders)
 
 
 @dataclass
@@ -73,6 +84,7 @@ class RootTracker:
     inventory_pending: bool = False
     mounts: dict | None = None
     mount_diagnostics: tuple[Diagnostic, ...] = ()
+    withdrawable: bool = False  # an acknowledgement of this window's folders can be withdrawn
     _reference: Union = field(default_factory=Union)  # what the person accepted for these folders
     _agents: tuple[tuple[str, ...], list] | None = None  # (folders, agent states) last read
 
@@ -109,7 +121,25 @@ class RootTracker:
                 # A folder opened on its own is what the person chose.
                 self.store.acknowledge([implicit], self.union.paths, time.time())
         added = tuple(f for f in folders if f not in old_folders)
-        return self._record(before, added, start=initial)
+        verb = "adding" if added else ""
+        if initial:
+            verb, added = self._start_verb()
+        return self._record(before, added, start=initial, verb=verb)
+
+    def _start_verb(self) -> tuple[str, tuple[str, ...]]:
+        """What the person did to get a window that starts with these folders, and which folders they brought.
+
+        A window whose folder set was warned about before is *reopened*; one where some folders have
+        a record and others none had those others *added* (VS Code reloads into an untitled workspace
+        after Add Folder: the server starts afresh with both folders); anything else is *opened*."""
+        folders = self.canonical_folders()
+        records = self.store.load()
+        if acknowledged.window_key(folders) in self.store.seen():
+            return "reopening", tuple(folders)
+        new = tuple(f for f in folders if f not in records)
+        if new and len(new) < len(folders):
+            return "adding", new
+        return "opening", tuple(folders)
 
     def reload(self, *, trusted: bool = True) -> Change:
         """Re-read configuration files and git metadata (worktrees may have come or gone).
@@ -125,6 +155,16 @@ class RootTracker:
         """The person accepts the current union for this window's folders."""
         self.store.acknowledge(self.canonical_folders(), self.union.paths, time.time())
         return self._record(self.union, ())
+
+    def withdraw(self) -> Change:
+        """The person takes the acknowledgement back: each folder's record returns to the union it
+        replaced, and the window is measured (and warned about) as before the acknowledgement."""
+        self.store.withdraw(self.canonical_folders(), time.time())
+        return self._record(Union(), tuple(self.canonical_folders()), verb="withdrawing")
+
+    def remember_window(self) -> None:
+        """This window's folder set was warned about: starting it again is *reopening* it."""
+        self.store.remember(self.canonical_folders())
 
     def canonical_folders(self) -> list[str]:
         """The window's folders as canonical paths (those that exist)."""
@@ -143,7 +183,7 @@ class RootTracker:
         folders = set(self.canonical_folders())
         return [s for s in self.union.shadowed if s.origin == "folder" and s.path in folders and s.by in folders]
 
-    def _record(self, before: Union, added: tuple[str, ...], *, start: bool = False) -> Change:
+    def _record(self, before: Union, added: tuple[str, ...], *, start: bool = False, verb: str = "") -> Change:
         after = self.union
         records = self.store.load()
         folders = self.canonical_folders()
@@ -153,12 +193,15 @@ class RootTracker:
         inside = {s.path: s.by for s in self.shadowed_folders()}
         pending = tuple(_classified(w, inside) for w in after.widenings_from(self._reference))
         new = tuple(w for w in pending if not before.contains(w.folder))
-        change = Change(before, after, new, added, start)
+        change = Change(before, after, new, added, start, verb)
         if new:
             self.last_change = change
             self.inventory, self.inventory_pending = None, True
             self.inventory_lines, self.inventory_error, self.inventory_summary = (), None, None
         self.pending = pending
+        # A window of several folders with a record: what "Withdraw acknowledgement" undoes. (A folder
+        # opened alone accepts its own union implicitly: there is nothing to withdraw.)
+        self.withdrawable = len(folders) > 1 and any(f in records for f in folders)
         if not pending:
             self.last_change = None
             self.inventory, self.inventory_pending = None, False
@@ -170,14 +213,28 @@ class RootTracker:
     def inventory_span(self) -> tuple[tuple[str, ...], tuple[str, ...]]:
         """(what was accepted, union now): what the inventory compares.
 
-        With nothing accepted yet (a window started with several new folders),
-        the folders that another folder shadows stand for the narrow boundary.
+        With nothing accepted yet (a window started with several new folders), the
+        folders that another folder shadows stand for the narrow boundary, each with
+        the union it has on its own (its worktrees included): the same reference a
+        live *Add Folder* compares with, so both count the same files and packages.
         """
         reference = list(self._reference.paths)
         for s in self.shadowed_folders():
             if not any(is_within(s.path, r) for r in reference):
-                reference.append(s.path)
+                reference += [p for p in self._own_union(s.path) if p not in reference]
         return tuple(reference), self.union.paths
+
+    def acknowledged_roots(self) -> tuple[str, ...]:
+        """The narrow union: what the person acknowledged (the union itself when nothing is pending).
+        Suggestions (narrow mounts, docker arguments) are made for this, never for a widened union."""
+        return self.inventory_span()[0] if self.pending else self.union.paths
+
+    def _own_union(self, folder: str) -> tuple[str, ...]:
+        """The union ``folder`` has when opened alone (what a one-folder window accepts implicitly)."""
+        alone = Session(env=self.env)
+        alone.set_folders([folder])
+        own = alone.scope.union.paths if alone.scope is not None else ()
+        return own or (folder,)
 
     def common_dirs(self) -> list[str]:
         """Each folder's repository common dir (where ``worktrees/`` lives)."""
@@ -234,6 +291,7 @@ class RootTracker:
             mounts=contract.from_json(contract.Mounts, self.mounts) if self.mounts is not None else None,
             widened=self.widened,
             acknowledged=not self.pending,
+            withdrawable=self.withdrawable,
             reference=list(self._reference.paths),
             widening=[contract.from_json(contract.WideningEntry, w.to_json()) for w in self.shown_widenings()],
             inventory=contract.from_json(contract.Inventory, self.inventory) if self.inventory is not None else None,
@@ -284,14 +342,17 @@ class RootTracker:
         return shown
 
     def summary(self) -> str:
-        """One line for a status bar or a menu; the same text everywhere."""
-        count = len(self.session.folders)
-        entries = len(self.scope.union.paths)
-        roots = f"{count} root{'s' if count != 1 else ''}"
-        if entries and entries != count:  # worktrees or configured roots: say what the union holds
-            roots += f", union of {entries} entr{'ies' if entries != 1 else 'y'}"
+        """One line for a status bar, a tooltip or a menu; the same text everywhere.
+
+        The root count is the union's entries (what the agent can reach: worktrees and
+        configured roots included), said with how many of them are workspace folders when
+        that differs."""
         if not self.scope.union.paths:
-            return "no root: every access is denied" if count else "no folder open"
+            broken = self.config_error()
+            if broken:
+                return f"⚠ invalid configuration, every access is denied: {broken}"
+            return "no root: every folder is invalid, every access is denied" if self.session.folders else "no folder open"
+        roots = self.roots_text()
         if not self.widened:
             return roots
         if not self.pending:
@@ -302,26 +363,102 @@ class RootTracker:
             return f"⚠ union widened ({roots}); measuring…" if self.inventory_pending else f"⚠ union widened ({roots})"
         return f"⚠ union {self.inventory_summary}"
 
+    def roots_text(self) -> str:
+        """``2 roots``, or ``3 roots (1 folder)`` when worktrees or configuration add entries."""
+        entries = len(self.scope.union.paths)
+        folders = len(self.canonical_folders())
+        text = f"{entries} root{'s' if entries != 1 else ''}"
+        if folders != entries:
+            text += f" ({folders} folder{'s' if folders != 1 else ''})"
+        return text
+
+    def config_error(self) -> str | None:
+        """The first configuration error, as ``file:line:column: message``, when one is in force."""
+        for d in self.session.config_diagnostics():
+            if d.severity == "error":
+                where = d.file or "ROOTGUARD_ROOTS"
+                if d.range is not None:
+                    where += f":{d.range.start_line + 1}:{d.range.start_column + 1}"
+                return f"{where}: {d.message}"
+        return None
+
     def widening_headline(self) -> str:
         return "; ".join(w.describe() for w in self.shown_widenings())
 
-    def warning_line(self, inventory: dict | None, error: str | None = None) -> str:
-        """The one line of ``window/showMessage``: who widened, by how much, what it hands over."""
+    def _brought_by(self, entry: str) -> str | None:
+        """The workspace folder that brought union entry ``entry`` (itself, or the folder a worktree copy
+        remaps), or None for an entry from configuration."""
+        folders = self.canonical_folders()
+        if entry in folders:
+            return entry
+        for w in self.scope.worktrees:
+            if os.path.realpath(w.path) != entry:
+                continue
+            for folder in folders:
+                offset = os.path.relpath(folder, w.repository)
+                if is_within(folder, w.repository) and offset == os.path.relpath(w.path, w.checkout):
+                    return folder
+        return None
+
+    def _groups(self) -> tuple[str, list[str], list[str], list[str], list[str]]:
+        """(verb, folders the person just brought, their entries, folders brought earlier and not
+        acknowledged, their entries): the pending widenings attributed to what brought them."""
         change = self.last_change
-        widenings = change.widenings if change else self.pending
-        names = _and([_name(w.folder) for w in widenings]) or "a folder"
-        if change is not None and change.start:
-            verb = f"opening {names}"
-        elif change is not None and change.added_folders:
-            verb = f"adding {names}"
+        verb = change.verb if change is not None else ""
+        just = set(change.added_folders) if change is not None else set()
+        now_names: list[str] = []
+        now_entries: list[str] = []
+        earlier_names: list[str] = []
+        earlier_entries: list[str] = []
+        for w in self.pending:
+            folder = self._brought_by(w.folder)
+            fresh = (folder in just) if folder is not None else (change is not None and w in change.widenings)
+            names, entries = (now_names, now_entries) if fresh else (earlier_names, earlier_entries)
+            name = _name(folder or w.folder)
+            if folder is None or name not in names:
+                if name not in names:
+                    names.append(name)
+            entries.append(w.folder)
+        if not now_entries:  # nothing attributable to the last action: all of it is "the folders"
+            return verb, earlier_names, earlier_entries, [], []
+        return verb, now_names, now_entries, earlier_names, earlier_entries
+
+    def warning_line(self, inventory: dict | None, error: str | None = None) -> str:
+        """The one line of ``window/showMessage``: what the person did, what it handed over,
+        and what earlier folders still hand over without an acknowledgement.
+
+        ``Root Guard: adding shop widened the agent's boundary ×6.2: +3,509 files, 3 secrets files,
+        .git (43 commits)``; after an unacknowledged widening, ``Root Guard: adding outside widened
+        the agent's boundary: +1 file; not yet acknowledged: shop (+3,509 files, ...)``."""
+        verb, names, entries, earlier, earlier_entries = self._groups()
+        who = _and(names) or "a folder"
+        if verb == "withdrawing":
+            text = f"Root Guard: acknowledgement withdrawn: {who} widened the agent's boundary"
+        elif verb:
+            text = f"Root Guard: {verb} {who} widened the agent's boundary"
         else:
-            verb = names
-        text = f"Root Guard: {verb} widened the agent's boundary"
+            text = f"Root Guard: {who} widened the agent's boundary"
         if error:
             return f"{text} (inventory failed: {error})"
-        if inventory and self.inventory_summary:
-            text += " " + self.inventory_summary  # the status bar's text: rendered once, by the inventory
-        return text
+        if not (inventory and self.inventory_summary):
+            return text
+        report = self._report_model(inventory)
+        if not earlier:
+            return text + " " + self.inventory_summary  # the status bar's text: rendered once, by the inventory
+        return (f"{text}: {report.part(entries)}; not yet acknowledged: {_and(earlier)} ({report.part(earlier_entries)}); "
+                f"{self.inventory_summary.split(':', 1)[0]} in all")
+
+    @staticmethod
+    def _report_model(inventory: dict):
+        from lsp_bridge.inventory.model import CredentialFile, GitDir, InventoryReport
+
+        return InventoryReport(
+            before=tuple(inventory["before"]), after=tuple(inventory["after"]), added_roots=tuple(inventory["added_roots"]),
+            widens=inventory["widens"], files_before=inventory["files_before"], files_after=inventory["files_after"],
+            credentials=tuple(CredentialFile(c["path"], c["count"]) for c in inventory["credentials"]),
+            git=tuple(GitDir(g["path"], g["bytes"], g["commits"], via=tuple(g["via"])) for g in inventory["git"]),
+            added_files=tuple((a["path"], a["files"]) for a in inventory.get("added_files", [])),
+        )
 
     def widening_lines(self) -> list[str]:
         """The widening, line by line: which entry widened what, then what it hands over."""
@@ -339,7 +476,12 @@ class RootTracker:
     def report(self) -> str:
         """The full widening report (``window/logMessage``, ``rootguard/explain``)."""
         if not self.widened:
-            return "Root Guard: the union is not wider than what you acknowledged."
+            text = "Root Guard: the union is not wider than what you acknowledged."
+            if self.acknowledged_here():
+                text += ("\nAcknowledged union: " + ", ".join(self._reference.paths)
+                         + "\nWithdraw the acknowledgement (command rootguard.withdrawAcknowledgement) to be warned "
+                         "about this union again.")
+            return text
         lines = [self.warning_line(self.inventory) if self.pending else "Root Guard: a workspace folder is inside another."]
         lines += [f"  {w.describe()}" for w in self.shown_widenings()]
         if self._reference.paths:
@@ -347,12 +489,24 @@ class RootTracker:
         else:
             lines.append("Acknowledged union: nothing yet for these folders")
         if self.inventory:
+            verb, names, entries, earlier, earlier_entries = self._groups()
+            if earlier:
+                report = self._report_model(self.inventory)
+                lines.append(f"{(verb or 'changing').capitalize()} {_and(names)}: {report.part(entries)}")
+                lines.append(f"Not yet acknowledged, from before: {_and(earlier)}: {report.part(earlier_entries)}")
             lines += self.inventory_lines
         elif self.inventory_pending:
             lines.append("(inventory in progress)")
         if self.pending:
             lines.append("Acknowledge (command rootguard.acknowledge) to accept this union for these folders.")
+        elif self.acknowledged_here():
+            lines.append("Acknowledged. Withdraw the acknowledgement (command rootguard.withdrawAcknowledgement) "
+                         "to be warned about this union again.")
         return "\n".join(lines)
+
+    def acknowledged_here(self) -> bool:
+        """True when this window has an acknowledgement to withdraw (set by every change)."""
+        return self.withdrawable
 
 
 def _name(path: str) -> str:

@@ -21,6 +21,10 @@ end
 print = function(...)
   log("VISIBLE " .. table.concat(vim.tbl_map(tostring, { ... }), " "))
 end
+local choices = {} -- RG_CHOICES="1,0": the person's answers to the first requests, in order
+for number in (os.getenv("RG_CHOICES") or ""):gmatch("%d+") do
+  table.insert(choices, tonumber(number))
+end
 vim.fn.inputlist = function(items)
   for _, item in ipairs(items) do
     for line in item:gmatch("[^\n]+") do
@@ -28,12 +32,13 @@ vim.fn.inputlist = function(items)
     end
   end
   log("CHOICES shown")
-  return 0 -- the person pressed Enter: no action
+  return table.remove(choices, 1) or 0 -- 0: the person pressed Enter, no action
 end
 
 local handlers = {
   ["rootguard/status"] = function(_, result)
-    log("STATUS widened=" .. tostring(result.widened) .. " union=" .. table.concat(result.union, ","))
+    log("STATUS widened=" .. tostring(result.widened) .. " union=" .. table.concat(result.union, ",")
+      .. " acknowledged=" .. tostring(result.acknowledged))
   end,
 }
 
@@ -65,6 +70,12 @@ vim.wait(30000, function()
   local text = table.concat(vim.fn.readfile(os.getenv("RG_OUT")), "\n")
   return text:find("Root Guard: ") ~= nil
 end, 100)
+if os.getenv("RG_WAIT_FOR") then -- e.g. the report, shown after "Show report"
+  vim.wait(30000, function()
+    local text = table.concat(vim.fn.readfile(os.getenv("RG_OUT")), "\n")
+    return text:find(os.getenv("RG_WAIT_FOR"), 1, true) ~= nil
+  end, 100)
+end
 vim.wait(300, function() return false end, 50)
 vim.lsp.stop_client(client_id)
 vim.cmd("qa!")

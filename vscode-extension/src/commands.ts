@@ -3,8 +3,8 @@ import * as path from 'path';
 import * as vscode from 'vscode';
 import { confineMcpServer } from './confine';
 import { traceCommand } from './trace';
-import { CommandLine, trayCommand } from './serverCommand';
-import { describeTrayResult, TrayResult, trayInstallCommand } from './tray';
+import { cliLauncher, CommandLine, trayCommand } from './serverCommand';
+import { describeTrayResult, TrayResult } from './tray';
 import { Decision, ExplainResult, Inventory, Status } from './types';
 
 export const COMMANDS = {
@@ -18,7 +18,11 @@ export const COMMANDS = {
   showLog: 'rootguard.showLog',
   confineMcpServer: 'rootguard.confineMcpServer',
   traceCommand: 'rootguard.traceCommand',
+  withdrawAcknowledgement: 'rootguard.withdrawWideningAcknowledgement',
 } as const;
+
+/** The server's `workspace/executeCommand` that takes the acknowledgement back. */
+export const SERVER_WITHDRAW_COMMAND = 'rootguard.withdrawAcknowledgement';
 
 /** The server-side command the language server executes. */
 export const SERVER_MIGRATE_COMMAND = 'rootguard.migrateConfig';
@@ -38,10 +42,12 @@ export interface CommandDeps {
   startTray(line: CommandLine): Promise<TrayResult>;
   /** The tray's log file (its stdout and stderr). */
   trayLog(): string;
+  /** The tray installed by Install Tray (the extension's own environment), when it is there. */
+  installedTray(): CommandLine | null;
+  /** Installs the tray into the extension's own environment; resolves to its command line. */
+  installTray(): Promise<CommandLine>;
   /** The `rootguard` console script when it is on PATH. */
   rootguardOnPath(): string | null;
-  /** True when `pipx` is on PATH. */
-  pipxOnPath(): boolean;
   /** Records the current union as accepted (the server's `rootguard.acknowledge`). */
   acknowledge(): Promise<void>;
   /** Where the user configuration file is, or undefined when it does not exist. */
@@ -66,9 +72,10 @@ export function registerCommands(deps: CommandDeps): vscode.Disposable[] {
     register(COMMANDS.migrateConfig, (uri?: vscode.Uri) => migrateConfig(deps, uri)),
     register(COMMANDS.startTray, () => startTray(deps)),
     register(COMMANDS.acknowledgeWidening, () => deps.acknowledge()),
+    register(COMMANDS.withdrawAcknowledgement, () => withdrawAcknowledgement(deps)),
     register(COMMANDS.restartServer, () => deps.restart()),
     register(COMMANDS.showLog, () => deps.showLog()),
-    register(COMMANDS.confineMcpServer, () => confineMcpServer()),
+    register(COMMANDS.confineMcpServer, async () => confineMcpServer(cliLauncher(await deps.serverCommand(), deps.rootguardOnPath()))),
     register(COMMANDS.traceCommand, (text?: string) => traceCommand({ request: deps.request, userFile: deps.userConfigFile }, text)),
   ];
 }
@@ -240,12 +247,29 @@ async function migrateConfig(deps: CommandDeps, uri?: vscode.Uri): Promise<void>
   void vscode.window.showInformationMessage(`Root Guard: ${name} migrated to version 2. Review the change and save it.`);
 }
 
+async function withdrawAcknowledgement(deps: CommandDeps): Promise<void> {
+  const result = await deps.request<{ withdrawn?: boolean; reason?: string } | null>(
+    EXECUTE_COMMAND_REQUEST,
+    { command: SERVER_WITHDRAW_COMMAND, arguments: [] },
+  );
+  if (result?.withdrawn) {
+    void vscode.window.showInformationMessage('Root Guard: the acknowledgement is withdrawn; this window warns again until you acknowledge.');
+  } else {
+    void vscode.window.showInformationMessage(`Root Guard: nothing withdrawn: ${result?.reason ?? 'no answer'}.`);
+  }
+}
+
 async function startTray(deps: CommandDeps): Promise<void> {
-  const line = trayCommand(await deps.serverCommand(), deps.rootguardOnPath());
+  const line = trayCommand(await deps.serverCommand(), deps.rootguardOnPath()) ?? deps.installedTray();
   if (!line) {
-    await offerTrayInstall(deps, 'Root Guard: the tray is not installed. It is a separate install (the extension carries only the language server)');
+    await offerTrayInstall(deps, 'Root Guard: the tray is not installed');
     return;
   }
+  await startAndReport(deps, line);
+}
+
+/** Starts the tray and tells what really happened (running, or its own last words). */
+async function startAndReport(deps: CommandDeps, line: CommandLine): Promise<void> {
   const result = await vscode.window.withProgress(
     { location: vscode.ProgressLocation.Notification, title: 'Root Guard: starting the tray…' },
     () => deps.startTray(line),
@@ -255,7 +279,7 @@ async function startTray(deps: CommandDeps): Promise<void> {
   const show = message.level === 'error' ? vscode.window.showErrorMessage : vscode.window.showInformationMessage;
   const choice = await show(message.text, ...buttons);
   if (choice === INSTALL_TRAY) {
-    await offerTrayInstall(deps, 'Root Guard: install the tray');
+    await installAndStart(deps);
   } else if (choice === OPEN_TRAY_LOG) {
     await vscode.window.showTextDocument(vscode.Uri.file(deps.trayLog()), { preview: true });
   }
@@ -263,22 +287,35 @@ async function startTray(deps: CommandDeps): Promise<void> {
 
 export const INSTALL_TRAY = 'Install Tray…';
 export const OPEN_TRAY_LOG = 'Open Tray Log';
-export const INSTALL_IN_TERMINAL = 'Install in Terminal';
-export const COPY_COMMAND = 'Copy Command';
 
-/** The tray is a pip/pipx install of its own: say how, and run it in a terminal on request. */
+/**
+ * The tray is not installed: offer to install it into the extension's own environment (a venv under
+ * its global storage with PySide6-Essentials from PyPI and the Root Guard wheel the .vsix carries;
+ * never a package index's `rootguard`), then start it and report the real outcome.
+ */
 async function offerTrayInstall(deps: CommandDeps, lead: string): Promise<void> {
-  const command = trayInstallCommand(deps.pipxOnPath(), process.platform);
   const choice = await vscode.window.showInformationMessage(
-    `${lead}: \`${command}\`, then run Root Guard: Start Tray again.`,
-    INSTALL_IN_TERMINAL,
-    COPY_COMMAND,
+    `${lead}. Install it into the extension's own environment (PySide6-Essentials from PyPI and the Root Guard wheel this extension carries, about 100 MB)?`,
+    INSTALL_TRAY,
   );
-  if (choice === INSTALL_IN_TERMINAL) {
-    const terminal = vscode.window.createTerminal({ name: 'Root Guard: install the tray' });
-    terminal.show();
-    terminal.sendText(command);
-  } else if (choice === COPY_COMMAND) {
-    await vscode.env.clipboard.writeText(command);
+  if (choice === INSTALL_TRAY) {
+    await installAndStart(deps);
   }
+}
+
+async function installAndStart(deps: CommandDeps): Promise<void> {
+  let line: CommandLine;
+  try {
+    line = await vscode.window.withProgress(
+      { location: vscode.ProgressLocation.Notification, title: 'Root Guard: installing the tray (PySide6 and Root Guard)…' },
+      () => deps.installTray(),
+    );
+  } catch (error) {
+    const choice = await vscode.window.showErrorMessage(`Root Guard: ${error instanceof Error ? error.message : String(error)}`, 'Open Log');
+    if (choice) {
+      deps.showLog();
+    }
+    return;
+  }
+  await startAndReport(deps, line);
 }

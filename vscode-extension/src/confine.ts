@@ -47,6 +47,14 @@ export function confinementOf(entry: Record<string, unknown>): Confinement {
   if (name === 'rootguard' && args[0] === 'mcp') {
     return 'guarded';
   }
+  // the bundle: <python> …/bundled/tool/launch.py lsp_bridge.cli run|mcp …
+  const cli = args.findIndex((a, i) => i > 0 && a === 'lsp_bridge.cli' && /launch\.py$/.test(String(args[i - 1])));
+  if (cli > 0 && args[cli + 1] === 'run') {
+    return 'confined';
+  }
+  if (cli > 0 && args[cli + 1] === 'mcp') {
+    return 'guarded';
+  }
   return 'unconfined';
 }
 
@@ -72,13 +80,17 @@ export function listServers(text: string): ServerEntry[] {
   return found;
 }
 
-/** The entry rewritten to start under `rootguard run --root ROOT -- command args...`. */
-export function confinedEntry(entry: Record<string, unknown>, root: string, rootguard = 'rootguard'): Record<string, unknown> {
+/**
+ * The entry rewritten to start under `rootguard run --root ROOT -- command args...`:
+ * `rootguard` is the program (an absolute path), `prefix` what it needs before `run`
+ * (the bundle: `[launch.py, lsp_bridge.cli]` with a Python as the program).
+ */
+export function confinedEntry(entry: Record<string, unknown>, root: string, rootguard = 'rootguard', prefix: readonly string[] = []): Record<string, unknown> {
   if (confinementOf(entry) !== 'unconfined') {
     throw new Error('only an unconfined stdio server can be wrapped');
   }
   const args = Array.isArray(entry.args) ? entry.args.map(String) : [];
-  return { ...entry, command: rootguard, args: ['run', '--root', root, '--', String(entry.command), ...args] };
+  return { ...entry, command: rootguard, args: [...prefix, 'run', '--root', root, '--', String(entry.command), ...args] };
 }
 
 /** `text` with server `name` under `key` replaced by `entry`; comments and formatting kept. */
@@ -100,8 +112,29 @@ interface ServerPick extends vscode.QuickPickItem {
   root: string;
 }
 
-/** The command: pick an unconfined server, preview the change, rewrite on confirmation. */
-export async function confineMcpServer(folders: readonly string[] = (vscode.workspace.workspaceFolders ?? []).map((f) => f.uri.fsPath)): Promise<string | undefined> {
+/**
+ * The launcher a config file may name: an absolute path to a program that exists now (the
+ * bundled one, a `rootguard` on PATH). A bare name or a missing file is refused before
+ * anything is written: a config that names them breaks the server it wraps ("spawn ENOENT").
+ */
+export function checkedLauncher(launcher: readonly string[], exists: (file: string) => boolean = fs.existsSync): string[] {
+  if (launcher.length === 0 || !path.isAbsolute(launcher[0]) || !exists(launcher[0])) {
+    throw new Error(`no Root Guard launcher to write into the config (${launcher[0] ?? 'none found'} is not an existing absolute path)`);
+  }
+  for (const part of launcher.slice(1)) {
+    if (path.isAbsolute(part) && !exists(part)) {
+      throw new Error(`the launcher's ${part} does not exist`);
+    }
+  }
+  return [...launcher];
+}
+
+/** The command: pick an unconfined server, preview the change, rewrite on confirmation.
+ * `launcher`: how this installation runs `rootguard` (absolute paths; checked before writing). */
+export async function confineMcpServer(
+  launcher: readonly string[],
+  folders: readonly string[] = (vscode.workspace.workspaceFolders ?? []).map((f) => f.uri.fsPath),
+): Promise<string | undefined> {
   const picks: ServerPick[] = [];
   for (const folder of folders) {
     for (const file of MCP_FILES) {
@@ -138,7 +171,8 @@ export async function confineMcpServer(folders: readonly string[] = (vscode.work
   if (!pick) {
     return undefined;
   }
-  const replacement = confinedEntry(pick.entry, pick.root);
+  const [program, ...prefix] = checkedLauncher(launcher);
+  const replacement = confinedEntry(pick.entry, pick.root, program, prefix);
   const before = fs.readFileSync(pick.file, 'utf8');
   const after = rewriteServer(before, pick.key, pick.name, replacement);
   for (;;) {
@@ -150,11 +184,12 @@ export async function confineMcpServer(folders: readonly string[] = (vscode.work
           'The server then sees only the union (the store and shared configuration read-only); comments and formatting are kept.',
       },
       'Rewrite',
-      'Preview File',
+      'Show Diff',
     );
-    if (choice === 'Preview File') {
-      const document = await vscode.workspace.openTextDocument({ content: after, language: 'jsonc' });
-      await vscode.window.showTextDocument(document);
+    if (choice === 'Show Diff') {
+      const left = await vscode.workspace.openTextDocument({ content: before, language: 'jsonc' });
+      const right = await vscode.workspace.openTextDocument({ content: after, language: 'jsonc' });
+      await vscode.commands.executeCommand('vscode.diff', left.uri, right.uri, `${path.basename(pick.file)}: before ↔ after (Run MCP Server Confined)`);
       continue;
     }
     if (choice !== 'Rewrite') {

@@ -35,6 +35,16 @@ export interface AccessResult {
   approver?: string | null;
 }
 /**
+ * The files one added root adds (those of the narrow roots inside it not counted).
+ *
+ * This interface was referenced by `RootGuardLsp`'s JSON-Schema
+ * via the `definition` "AddedFiles".
+ */
+export interface AddedFiles {
+  path: string;
+  files: number;
+}
+/**
  * An agent present for the window's folders, and whether Root Guard's hook guards it.
  *
  * This interface was referenced by `RootGuardLsp`'s JSON-Schema
@@ -156,6 +166,7 @@ export interface FirstPartyLink {
 export interface GitHistory {
   path: string;
   bytes: number;
+  size: string;
   commits: number | null;
   deleted_sensitive: string[] | null;
   via: string[];
@@ -184,6 +195,7 @@ export interface Inventory {
   after: string[];
   errors: string[];
   notes: string[];
+  added_files: AddedFiles[];
 }
 /**
  * A package-manager store, reported apart from the file count.
@@ -216,6 +228,7 @@ export interface Mounts {
   roots_without_mount: string[];
   mounts_outside_union: MountOutsideUnion[];
   suggested: SuggestedMount[];
+  suggested_for: string[];
   docker_args: string[];
   unrescuable: UnrescuableLink[];
   first_party: FirstPartyLink[];
@@ -232,6 +245,7 @@ export interface SuggestedMount {
   target: string;
   mode: string;
   reason: string;
+  beyond_acknowledged: boolean;
 }
 /**
  * A link whose target cannot be mounted narrowly.
@@ -282,6 +296,7 @@ export interface Status {
   mounts: Mounts | null;
   widened: boolean;
   acknowledged: boolean;
+  withdrawable: boolean;
   reference: string[];
   widening: WideningEntry[];
   inventory: Inventory | null;

@@ -1,4 +1,5 @@
 /** Root Guard for VS Code: wiring only; the logic lives in the other modules. */
+import { execFile, spawn } from 'child_process';
 import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
@@ -8,9 +9,9 @@ import { COMMANDS, EXECUTE_COMMAND_REQUEST, registerCommands } from './commands'
 import { registerMcpProvider } from './mcp';
 import { ReportView } from './reportView';
 import { isExecutableFile, ServerController } from './server';
-import { findOnPath } from './serverCommand';
+import { CommandLine, findOnPath } from './serverCommand';
 import { StatusBar } from './statusBar';
-import { startTray, traySocketCandidates } from './tray';
+import { lastLines, startTray, traySocketCandidates } from './tray';
 import { SERVER_ACKNOWLEDGE_COMMAND } from './widening';
 import { WideningNotifier } from './wideningNotifier';
 
@@ -19,7 +20,10 @@ let controller: ServerController | undefined;
 export async function activate(context: vscode.ExtensionContext): Promise<void> {
   const log = vscode.window.createOutputChannel('Root Guard', { log: true });
   const statusBar = new StatusBar();
-  const report = new ReportView();
+  const report = new ReportView({
+    acknowledge: () => notifier.acknowledge(),
+    withdraw: async () => vscode.commands.executeCommand(COMMANDS.withdrawAcknowledgement),
+  });
   controller = new ServerController(log, bundledLauncher(context.extensionPath));
   const server = controller;
   const folderCount = () => vscode.workspace.workspaceFolders?.length ?? 0;
@@ -57,8 +61,12 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
         return result;
       },
       trayLog: () => trayLog,
+      installedTray: () => {
+        const script = path.join(trayEnvironment(context), 'bin', 'rootguard');
+        return fs.existsSync(script) ? { command: script, args: ['tray'] } : null;
+      },
+      installTray: async () => installTray(context, await server.command(), log),
       rootguardOnPath: () => onPath('rootguard'),
-      pipxOnPath: () => onPath('pipx') !== null,
       acknowledge: () => notifier.acknowledge(),
       // The server says where the user file is (it knows ROOTGUARD_CONFIG and platformdirs).
       userConfigFile: () => existing(server.status?.config.user ?? undefined),
@@ -71,7 +79,24 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   }));
 
   const version = String(context.extension?.packageJSON?.version ?? '0.0.0');
-  if (!registerMcpProvider(() => server.command(), version, context.subscriptions, () => onPath('rootguard'))) {
+  const mcpChecks = new Map<string, Promise<string | null>>();
+  const cannotStart = (line: CommandLine) => {
+    const launcher = line.args.findIndex((a) => a.endsWith(`${path.sep}launch.py`));
+    if (launcher < 0) {
+      return Promise.resolve(null); // an installed rootguard: its own install has the SDK
+    }
+    const probe = [line.command, ...line.args.slice(0, launcher + 1), '--can-serve-mcp'];
+    const key = probe.join('\0');
+    if (!mcpChecks.has(key)) {
+      mcpChecks.set(key, new Promise((resolve) => {
+        execFile(probe[0], probe.slice(1), { timeout: 60_000 }, (error, stdout) => {
+          resolve(error ? (String(stdout).trim() || error.message) : null);
+        });
+      }));
+    }
+    return mcpChecks.get(key)!;
+  };
+  if (!registerMcpProvider(() => server.command(), version, context.subscriptions, () => onPath('rootguard'), cannotStart, (m) => log.info(m))) {
     log.info('This VS Code has no MCP server definition provider API; the guarded MCP server is not offered.');
   }
   await server.start();
@@ -80,6 +105,46 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
 export async function deactivate(): Promise<void> {
   await controller?.stop();
   controller = undefined;
+}
+
+/** The tray's private environment: under the extension's global storage, never a system or user site. */
+function trayEnvironment(context: vscode.ExtensionContext): string {
+  return path.join(context.globalStorageUri?.fsPath ?? path.join(os.homedir(), '.rootguard-vscode'), 'tray-env');
+}
+
+/**
+ * Runs `bundled/tool/install_tray.py` (a venv with PySide6 and the Root Guard wheel the .vsix carries)
+ * with the server's Python; its output goes to the log. Resolves to the tray's command line, or rejects
+ * with the installer's last words.
+ */
+function installTray(context: vscode.ExtensionContext, server: CommandLine, log: vscode.LogOutputChannel): Promise<CommandLine> {
+  const installer = path.join(context.extensionPath, 'bundled', 'tool', 'install_tray.py');
+  const launcher = server.args.findIndex((a) => a.endsWith(`${path.sep}launch.py`));
+  if (launcher < 0 || !fs.existsSync(installer)) {
+    return Promise.reject(new Error('this extension build carries no tray installer (a development build: pip install ".[tray]" in the source folder)'));
+  }
+  const argv = [...server.args.slice(0, launcher), installer, trayEnvironment(context)];
+  log.info(`Installing the tray: ${server.command} ${argv.join(' ')}`);
+  return new Promise((resolve, reject) => {
+    let tail = '';
+    const child = spawn(server.command, argv, { stdio: ['ignore', 'pipe', 'pipe'] });
+    const take = (chunk: Buffer) => {
+      const text = chunk.toString();
+      tail = (tail + text).slice(-4000);
+      log.info(text.trimEnd());
+    };
+    child.stdout.on('data', take);
+    child.stderr.on('data', take);
+    child.once('error', (error) => reject(error));
+    child.once('exit', (code) => {
+      const match = /^tray command: (.+) tray$/m.exec(tail);
+      if (code === 0 && match) {
+        resolve({ command: match[1], args: ['tray'] });
+      } else {
+        reject(new Error(`the tray install failed (exit ${code}): ${lastLines(tail)}`));
+      }
+    });
+  });
 }
 
 function existing(file: string | undefined): string | undefined {

@@ -20,6 +20,9 @@ export function registerMcpProvider(
   version: string,
   subscriptions: vscode.Disposable[],
   rootguardOnPath: () => string | null = () => null,
+  /** Null when `line` can start (its MCP SDK loads), else why not; asked before the definition is offered. */
+  cannotStart: (line: CommandLine) => Promise<string | null> = async () => null,
+  log: (message: string) => void = () => undefined,
 ): boolean {
   const api = vscode as any;
   const register = api.lm?.registerMcpServerDefinitionProvider;
@@ -28,6 +31,7 @@ export function registerMcpProvider(
     return false;
   }
   const changed = new vscode.EventEmitter<void>();
+  let warned = false;
   let registration: vscode.Disposable;
   const provider = {
     onDidChangeMcpServerDefinitions: changed.event,
@@ -44,6 +48,15 @@ export function registerMcpProvider(
         return []; // no interpreter: the server's own notification says what to install
       }
       const line = mcpCommand(server, folders, rootguardOnPath());
+      const why = await cannotStart(line);
+      if (why) {
+        log(`The guarded MCP server is not offered: ${why}`);
+        if (!warned) {
+          warned = true;
+          void vscode.window.showInformationMessage(`Root Guard: the guarded MCP server is not offered: ${why}`);
+        }
+        return [];
+      }
       // A new folder list is a new version, so VS Code restarts the server with the new --root set.
       return [new Definition(MCP_LABEL, line.command, line.args, {}, `${version}+${foldersTag(folders)}`)];
     },

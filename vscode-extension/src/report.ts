@@ -4,7 +4,7 @@
  * Names and counts only: never a file's content or a secret value.
  */
 import { Inventory, Mounts, Status } from './types';
-import { bullets, bytes, code, count, escape, plural, ratio } from './markdown';
+import { bullets, code, count, escape, plural, ratio } from './markdown';
 
 const LIMIT = 50;
 
@@ -82,7 +82,7 @@ function inventoryDetails(inventory: Inventory): string[] {
   const git = inventory.git ?? [];
   if (git.length > 0) {
     details.push(section('Git history', git.map((g) => {
-      const facts = [bytes(g.bytes), g.commits !== null ? plural(g.commits, 'commit') : 'an unknown number of commits'];
+      const facts = [g.size, g.commits !== null ? plural(g.commits, 'commit') : 'an unknown number of commits'];
       const deleted = g.deleted_sensitive ?? [];
       const history = deleted.length > 0 ? `; deleted but still in history: ${deleted.map((d) => code(d)).join(', ')}` : '';
       return `${code(g.path)}${facts.length ? ` — ${facts.join(', ')}` : ''}${history}`;
@@ -137,8 +137,13 @@ function renderMounts(mounts: Mounts | null): string {
   }
   const suggested = mounts.suggested ?? [];
   if (suggested.length > 0) {
+    const beyond = suggested.filter((s) => s.beyond_acknowledged).length;
     parts.push([
       '### Suggested narrow mounts',
+      '',
+      `For the narrow roots you acknowledged (${(mounts.suggested_for ?? []).map((r) => code(r)).join(', ')}), never the widened union.`
+        + (beyond > 0 ? ` ⚠ ${plural(beyond, 'mount')} ${beyond === 1 ? 'reaches' : 'reach'} outside the acknowledged union: they hand over more than you acknowledged.` : ''),
+      '',
       '| Source | Target | Mode | Why |',
       '| --- | --- | --- | --- |',
       ...suggested.map((s) => `| ${cell(s.source)} | ${cell(s.target)} | ${escape(s.mode)} | ${escape(s.reason ?? '')} |`),

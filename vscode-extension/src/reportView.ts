@@ -3,9 +3,17 @@ import * as vscode from 'vscode';
 import { dockerArguments, renderReport } from './report';
 import { Status } from './types';
 
+/** What the report's Acknowledge and Withdraw acknowledgement buttons do (the notification's do the same). */
+export interface ReportActions {
+  acknowledge(): Promise<unknown>;
+  withdraw(): Promise<unknown>;
+}
+
 export class ReportView implements vscode.Disposable {
   private panel: vscode.WebviewPanel | undefined;
   private status: Status | undefined;
+
+  constructor(private readonly actions?: ReportActions) {}
 
   /** Opens (or reveals) the report for `status`. */
   async show(status: Status): Promise<void> {
@@ -41,14 +49,19 @@ export class ReportView implements vscode.Disposable {
     }
     const markdown = renderReport(this.status);
     const body = await markdownToHtml(markdown);
-    this.panel.webview.html = page(this.panel.webview.cspSource, body, dockerArguments(this.status) !== '');
+    const action = this.status.acknowledged === false ? 'acknowledge' : this.status.withdrawable ? 'withdraw' : null;
+    this.panel.webview.html = page(this.panel.webview.cspSource, body, dockerArguments(this.status) !== '', action);
   }
 
   private async onMessage(message: { type?: string }): Promise<void> {
     if (!this.status) {
       return;
     }
-    if (message.type === 'copyDocker') {
+    if (message.type === 'acknowledge' && this.actions) {
+      await this.actions.acknowledge();
+    } else if (message.type === 'withdraw' && this.actions) {
+      await this.actions.withdraw();
+    } else if (message.type === 'copyDocker') {
       await vscode.env.clipboard.writeText(dockerArguments(this.status));
       void vscode.window.showInformationMessage('Root Guard: docker arguments copied.');
     } else if (message.type === 'openMarkdown') {
@@ -81,9 +94,12 @@ function nonce(): string {
   return Array.from({ length: 32 }, () => chars[Math.floor(Math.random() * chars.length)]).join('');
 }
 
-function page(cspSource: string, body: string, hasDocker: boolean): string {
+function page(cspSource: string, body: string, hasDocker: boolean, action: 'acknowledge' | 'withdraw' | null): string {
   const n = nonce();
-  const copy = hasDocker ? '<button id="copy">Copy docker arguments</button>' : '';
+  const copy = hasDocker ? '<button id="copy" class="secondary">Copy docker arguments</button>' : '';
+  const main = action === 'acknowledge'
+    ? '<button id="acknowledge">Acknowledge</button>'
+    : action === 'withdraw' ? '<button id="withdraw" class="secondary">Withdraw acknowledgement</button>' : '';
   return `<!DOCTYPE html>
 <html lang="en">
 <head>
@@ -105,11 +121,11 @@ function page(cspSource: string, body: string, hasDocker: boolean): string {
 </style>
 </head>
 <body>
-<div class="toolbar">${copy}<button id="markdown" class="secondary">Open as Markdown</button></div>
+<div class="toolbar">${main}${copy}<button id="markdown" class="secondary">Open as Markdown</button></div>
 ${body}
 <script nonce="${n}">
   const vscode = acquireVsCodeApi();
-  for (const [id, type] of [['copy', 'copyDocker'], ['markdown', 'openMarkdown']]) {
+  for (const [id, type] of [['acknowledge', 'acknowledge'], ['withdraw', 'withdraw'], ['copy', 'copyDocker'], ['markdown', 'openMarkdown']]) {
     const button = document.getElementById(id);
     if (button) { button.addEventListener('click', () => vscode.postMessage({ type })); }
   }

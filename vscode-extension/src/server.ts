@@ -34,8 +34,17 @@ const STABLE_MS = 3 * 60 * 1000;
 /** A LanguageClient whose errors go to the log only: the controller decides what the user sees. */
 class QuietLanguageClient extends LanguageClient {
   override error(message: string, data?: unknown): void {
+    if (isCleanExit(message)) {
+      this.info(message); // a server that stopped when asked: not an error
+      return;
+    }
     super.error(message, data, false);
   }
+}
+
+/** vscode-languageclient's line for a server that exited by itself with status 0. */
+export function isCleanExit(message: string): boolean {
+  return /^Server process exited with code 0\.?$/.test(message.trim());
 }
 
 export class ServerController implements vscode.Disposable {
@@ -274,6 +283,9 @@ export class ServerController implements vscode.Disposable {
         { scheme: 'file', pattern: '**/rootguard/config.toml' },
       ],
       outputChannel: output,
+      // The extension shows the widening report in its own webview (with Acknowledge in it):
+      // the server then opens no text document of it (one report, one tab).
+      initializationOptions: { reportView: true },
       initializationFailedHandler: () => false,
       errorHandler: {
         error: (_error, _message, count): ErrorHandlerResult => ({

@@ -133,6 +133,18 @@ export function mcpCommand(server: CommandLine, folders: readonly string[], root
   return { command: rootguardOnPath || 'rootguard', args: ['mcp', ...roots] };
 }
 
+/**
+ * How this installation runs the `rootguard` command line, for a config file to name:
+ * `rootguard` from PATH (absolute), else the server's own Python with the bundle's
+ * launcher (`<python> …/launch.py lsp_bridge.cli`) or `-m lsp_bridge.cli`. The caller
+ * checks that it is absolute and exists before writing it anywhere (`confine.checkedLauncher`).
+ */
+export function cliLauncher(server: CommandLine, rootguardOnPath?: string | null): string[] {
+  const line = mcpCommand(server, [], rootguardOnPath);
+  const all = [line.command, ...line.args];
+  return all.slice(0, all.lastIndexOf('mcp'));
+}
+
 /** `3.12` from what `python -c 'import sys; print(...)'` printed; null when unreadable. */
 export function parsePythonVersion(output: string): [number, number] | null {
   const match = /^\s*(\d+)\.(\d+)\b/.exec(output);

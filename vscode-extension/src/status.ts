@@ -76,7 +76,8 @@ function renderRunning(status: Status, folderCount: number, paths: Paths): Statu
     text = '$(shield) no folder';
     background = hasError ? 'error' : undefined;
   } else {
-    text = `$(shield) ${plural(status.roots.length, 'root')}`;
+    // the server's summary: the union's entries ("2 roots (1 folder)"), as the tooltip, the tray and the docs count them
+    text = `$(shield) ${status.summary.replace(/^⚠\s*/, '') || plural(status.union.length, 'root')}`;
     background = hasError ? 'error' : undefined;
   }
   if (!status.widened && problems.length > 0) {

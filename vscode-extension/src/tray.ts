@@ -10,7 +10,6 @@ import * as path from 'path';
 import { CommandLine, describe } from './serverCommand';
 
 export const SOCKET_ENV = 'ROOTGUARD_TRAY_SOCKET';
-export const TRAY_SPEC = 'rootguard[tray]';
 /** How long to watch a new tray for its socket or an early exit. */
 export const SETTLE_MS = 8000;
 
@@ -54,7 +53,7 @@ export function looksNotInstalled(output: string): boolean {
 export interface TrayMessage {
   level: 'info' | 'error';
   text: string;
-  /** Offer the pip/pipx install. */
+  /** Offer Install Tray (the extension's own environment). */
   offerInstall: boolean;
   /** Offer the tray's log file. */
   offerLog: boolean;
@@ -94,15 +93,6 @@ export function describeTrayResult(line: CommandLine, result: TrayResult): TrayM
       };
     }
   }
-}
-
-/** The command that installs the tray, with pipx when it is on PATH. */
-export function trayInstallCommand(pipxOnPath: boolean, platform: string): string {
-  if (pipxOnPath) {
-    return `pipx install '${TRAY_SPEC}'`;
-  }
-  const python = platform === 'win32' ? 'py -3' : 'python3';
-  return `${python} -m pip install --user '${TRAY_SPEC}'`;
 }
 
 export interface StartOptions {

@@ -45,7 +45,18 @@ class FakeDeps implements CommandDeps {
   };
   trayResult: TrayResult = { kind: 'running', pid: 42 };
   onPath: string | null = null;
-  pipx = false;
+  installed: CommandLine | null = null;
+  installs = 0;
+  installOutcome: CommandLine | Error = { command: '/storage/tray-env/bin/rootguard', args: ['tray'] };
+  installedTray = () => this.installed;
+  installTray = async (): Promise<CommandLine> => {
+    this.installs += 1;
+    if (this.installOutcome instanceof Error) {
+      throw this.installOutcome;
+    }
+    this.installed = this.installOutcome;
+    return this.installOutcome;
+  };
   acknowledged = 0;
   startTray = async (line: CommandLine): Promise<TrayResult> => {
     this.spawned.push(line);
@@ -53,7 +64,6 @@ class FakeDeps implements CommandDeps {
   };
   trayLog = () => '/tmp/rootguard-tray.log';
   rootguardOnPath = () => this.onPath;
-  pipxOnPath = () => this.pipx;
   acknowledge = async () => {
     this.acknowledged += 1;
   };
@@ -239,18 +249,31 @@ describe('commands', () => {
     assert.strictEqual(stub.opened[0].fsPath, '/tmp/rootguard-tray.log');
   });
 
-  it('Start Tray with the bundled server offers the pip/pipx install when no tray is installed', async () => {
+  it('Start Tray with the bundled server installs the tray into its own environment, then reports the real outcome', async () => {
     deps.server = { command: '/usr/bin/python3', args: ['/ext/bundled/tool/launch.py', 'lsp_bridge'] };
-    deps.pipx = true;
-    stub.answer = (shown) => (shown.items.includes('Copy Command') ? 'Copy Command' : undefined);
+    stub.answer = () => undefined; // the offer dismissed: nothing installed, nothing started
     await vscode.commands.executeCommand(COMMANDS.startTray);
-    assert.deepStrictEqual(deps.spawned, []);
-    assert.match(stub.shown[0].message, /separate install .*pipx install 'rootguard\[tray\]'/);
-    assert.strictEqual(stub.clipboard, "pipx install 'rootguard[tray]'");
-    stub.answer = (shown) => (shown.items.includes('Install in Terminal') ? 'Install in Terminal' : undefined);
+    assert.deepStrictEqual([deps.installs, deps.spawned.length], [0, 0]);
+    assert.match(stub.shown[0].message, /not installed\. Install it into the extension's own environment/);
+    assert.doesNotMatch(stub.shown[0].message, /rootguard\[tray\]|pip install --user|pipx/);
+    stub.answer = (shown) => (shown.items.includes('Install Tray…') ? 'Install Tray…' : undefined);
+    deps.trayResult = { kind: 'exited', code: 1, signal: null, output: 'rootguard tray: no graphical session (DISPLAY and WAYLAND_DISPLAY are unset)\n' };
     await vscode.commands.executeCommand(COMMANDS.startTray);
-    assert.deepStrictEqual(stub.terminals.map((t) => [t.shown, t.sent]), [[true, ["pipx install 'rootguard[tray]'"]]]);
+    assert.strictEqual(deps.installs, 1);
+    assert.deepStrictEqual(deps.spawned, [{ command: '/storage/tray-env/bin/rootguard', args: ['tray'] }]);
+    const outcome = stub.shown[stub.shown.length - 1];
+    assert.strictEqual(outcome.kind, 'error');
+    assert.match(outcome.message, /the tray did not start \(exit code 1\): rootguard tray: no graphical session/);
+    deps.trayResult = { kind: 'running', pid: 7 };
+    await vscode.commands.executeCommand(COMMANDS.startTray); // installed now: started directly
+    assert.strictEqual(deps.installs, 1);
+    assert.match(stub.shown[stub.shown.length - 1].message, /the tray is running \(pid 7\)/);
+    deps.installed = null;
+    deps.installOutcome = new Error('the tray install failed (exit 1): No matching distribution found for PySide6-Essentials');
+    await vscode.commands.executeCommand(COMMANDS.startTray);
+    assert.match(stub.shown[stub.shown.length - 1].message, /install failed .*PySide6-Essentials/);
     deps.onPath = '/home/u/.local/bin/rootguard';
+    deps.spawned = [];
     await vscode.commands.executeCommand(COMMANDS.startTray);
     assert.deepStrictEqual(deps.spawned, [{ command: '/home/u/.local/bin/rootguard', args: ['tray'] }]);
   });
@@ -270,5 +293,10 @@ describe('commands', () => {
   it('explainItems and rootItems are usable without a server', () => {
     assert.deepStrictEqual(explainItems({ path: '/x', decisions: [] }), []);
     assert.strictEqual(rootItems({ ...normalStatus(), entries: [] })[0].label, `$(folder) ${NARROW}`);
+  });
+
+  it("never registers a command id the language client registers for the server's own commands", () => {
+    const server = ['rootguard.acknowledge', 'rootguard.withdrawAcknowledgement', 'rootguard.migrateConfig'];
+    assert.ok(Object.values(COMMANDS).every((id) => !server.includes(id)));
   });
 });

@@ -3,7 +3,7 @@ import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
 import * as vscode from 'vscode';
-import { confinedEntry, confineMcpServer, listServers, rewriteServer } from '../src/confine';
+import { checkedLauncher, confinedEntry, confineMcpServer, listServers, rewriteServer } from '../src/confine';
 import { COMMANDS } from '../src/commands';
 import { stub } from './stubs/vscode';
 
@@ -57,12 +57,15 @@ describe('run an MCP server confined', () => {
         return shown.items[0];
       }
       asked.push(`confirm:${shown.options?.detail ?? ''}`);
-      return asked.length === 2 ? 'Preview File' : 'Rewrite';
+      return asked.length === 2 ? 'Show Diff' : 'Rewrite';
     };
-    const written = await confineMcpServer([dir]);
+    const launcher = path.join(dir, 'bin', 'rootguard');
+    fs.mkdirSync(path.dirname(launcher), { recursive: true });
+    fs.writeFileSync(launcher, '#!/bin/sh\n', { mode: 0o755 });
+    const written = await confineMcpServer([launcher], [dir]);
     assert.strictEqual(asked[0], 'pick:files');
     assert.ok(asked[1].includes('Before: npx -y @acme/fs-server .'));
-    assert.ok(asked[1].includes('After:  rootguard run --root "${workspaceFolder}" -- npx -y @acme/fs-server .'));
+    assert.ok(asked[1].includes(`After:  ${launcher} run --root "\${workspaceFolder}" -- npx -y @acme/fs-server .`));
     assert.strictEqual(asked.filter((a) => a.includes('Before:')).length, 2); // preview, then confirm again
     assert.strictEqual(fs.readFileSync(file, 'utf8'), written);
     assert.strictEqual(listServers(written!)[0].confinement, 'confined');
@@ -71,8 +74,29 @@ describe('run an MCP server confined', () => {
   it('leaves the file alone when the user cancels', async () => {
     const file = path.join(dir, '.vscode', 'mcp.json');
     stub.answer = (shown) => (shown.kind === 'quickPick' ? shown.items[0] : undefined);
-    assert.strictEqual(await confineMcpServer([dir]), undefined);
+    assert.strictEqual(await confineMcpServer(['/usr/bin/true'], [dir]), undefined);
     assert.strictEqual(fs.readFileSync(file, 'utf8'), VSCODE_MCP);
+  });
+
+  it('refuses, before showing anything, a launcher that is not an existing absolute path', async () => {
+    const file = path.join(dir, '.vscode', 'mcp.json');
+    const asked: string[] = [];
+    stub.answer = (shown) => {
+      asked.push(shown.kind);
+      return shown.kind === 'quickPick' ? shown.items[0] : 'Rewrite';
+    };
+    for (const launcher of [['rootguard'], [path.join(dir, 'missing', 'rootguard')], ['/usr/bin/python3', path.join(dir, 'gone', 'launch.py'), 'lsp_bridge.cli']]) {
+      await assert.rejects(confineMcpServer(launcher, [dir]), /launcher/);
+    }
+    assert.ok(!asked.some((kind) => kind !== 'quickPick'));
+    assert.strictEqual(fs.readFileSync(file, 'utf8'), VSCODE_MCP);
+    assert.throws(() => checkedLauncher(['rootguard']), /not an existing absolute path/);
+  });
+
+  it('writes the bundle as an absolute launcher and still reads it as confined', () => {
+    const entry = confinedEntry({ command: 'npx', args: ['srv'] }, '.', '/usr/bin/python3', ['/ext/bundled/tool/launch.py', 'lsp_bridge.cli']);
+    assert.deepStrictEqual(entry.args, ['/ext/bundled/tool/launch.py', 'lsp_bridge.cli', 'run', '--root', '.', '--', 'npx', 'srv']);
+    assert.strictEqual(listServers(JSON.stringify({ servers: { s: entry } }))[0].confinement, 'confined');
   });
 
   it('is a contributed command', () => {

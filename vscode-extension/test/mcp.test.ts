@@ -98,4 +98,17 @@ describe('guarded MCP server definition', () => {
     registerMcpProvider(server, '0.1.0', subscriptions);
     assert.deepStrictEqual(await providers.get(MCP_PROVIDER_ID).provideMcpServerDefinitions(), []);
   });
+
+  it('offers nothing when the server cannot start, and says why once', async () => {
+    const { providers } = installMcpApi();
+    stub.setFolders(['/a']);
+    const logged: string[] = [];
+    const why = 'the MCP SDK does not load with Python 3.10.4 on darwin/arm64';
+    registerMcpProvider(server, '0.1.0', subscriptions, () => null, async () => why, (m) => logged.push(m));
+    const provider = providers.get(MCP_PROVIDER_ID);
+    assert.deepStrictEqual(await provider.provideMcpServerDefinitions(), []);
+    assert.deepStrictEqual(await provider.provideMcpServerDefinitions(), []);
+    assert.strictEqual(stub.shown.filter((s) => s.message.includes(why)).length, 1);
+    assert.match(logged[0], /not offered: the MCP SDK does not load/);
+  });
 });

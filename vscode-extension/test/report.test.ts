@@ -21,7 +21,7 @@ describe('widening report', () => {
   });
 
   it('shows .git size, commits and deleted sensitive files still in history', () => {
-    assert.ok(report.includes(`- \`${REPO}/.git\` — 640 MB, 53 commits; deleted but still in history: \`.env.production\``), report);
+    assert.ok(report.includes(`- \`${REPO}/.git\` — 640.0 MB, 53 commits; deleted but still in history: \`.env.production\``), report);
   });
 
   it('lists siblings, CI roles and package stores', () => {
@@ -56,7 +56,7 @@ describe('widening report', () => {
 
   it('says so when nothing widened', () => {
     const quiet = renderReport(normalStatus());
-    assert.match(quiet, /The union did not widen: 1 root\./);
+    assert.match(quiet, /The union did not widen: 2 roots \\\(1 folder\\\)\./);
     assert.ok(!quiet.includes('What the union exposes'));
     assert.ok(!quiet.includes('What widened'));
   });

@@ -10,7 +10,7 @@ describe('widening report view', () => {
     const view = new ReportView();
     await view.show(widenedStatus());
     const [webview] = stub.webviews;
-    assert.match(webview.html, /<button id="copy">Copy docker arguments<\/button>/);
+    assert.match(webview.html, /<button id="copy" class="secondary">Copy docker arguments<\/button>/);
     assert.match(webview.html, /script-src 'nonce-/);
     assert.match(webview.html, /What the union exposes/);
     webview.messages({ type: 'copyDocker' });
@@ -38,5 +38,31 @@ describe('widening report view', () => {
     await view.update(widenedStatus());
     assert.strictEqual(stub.webviews.length, 1);
     assert.match(stub.webviews[0].html, /The union widened/);
+  });
+
+  it('has Acknowledge while the widening is unacknowledged and Withdraw acknowledgement once acknowledged', async () => {
+    const calls: string[] = [];
+    const view = new ReportView({ acknowledge: async () => calls.push('acknowledge'), withdraw: async () => calls.push('withdraw') });
+    await view.show(widenedStatus());
+    assert.match(stub.webviews[0].html, /<button id="acknowledge">Acknowledge<\/button>/);
+    assert.ok(!stub.webviews[0].html.includes('id="withdraw"'));
+    stub.webviews[0].messages({ type: 'acknowledge' });
+    await new Promise((r) => setTimeout(r, 10));
+    await view.update({ ...widenedStatus(), acknowledged: true, withdrawable: true });
+    assert.match(stub.webviews[0].html, /<button id="withdraw" class="secondary">Withdraw acknowledgement<\/button>/);
+    assert.ok(!stub.webviews[0].html.includes('id="acknowledge"'));
+    stub.webviews[0].messages({ type: 'withdraw' });
+    await new Promise((r) => setTimeout(r, 10));
+    assert.deepStrictEqual(calls, ['acknowledge', 'withdraw']);
+    view.dispose();
+  });
+
+  it('suggests mounts for the narrow roots and says which reach beyond the acknowledged union', async () => {
+    const view = new ReportView();
+    await view.show(widenedStatus());
+    const html = stub.webviews[0].html;
+    assert.match(html, /For the narrow roots you acknowledged/);
+    assert.match(html, /1 mount reaches outside the acknowledged union/);
+    view.dispose();
   });
 });

@@ -5,7 +5,7 @@
  */
 import * as assert from 'assert';
 import * as path from 'path';
-import { ServerController } from '../src/server';
+import { isCleanExit, ServerController } from '../src/server';
 import { ServerState } from '../src/types';
 import { stub } from './stubs/vscode';
 
@@ -127,5 +127,13 @@ describe('server controller (real language client, fake server)', function () {
     await waitFor('a second start', () => states.filter((s) => s.kind === 'starting').length === 2);
     await waitFor('a status after restart', () => controller.status);
     assert.ok(stub.logs[0].lines.some((l) => l.includes('--changed')));
+  });
+});
+
+describe('server exit lines', () => {
+  it('a clean exit (code 0) is not an error; any other code is', () => {
+    assert.ok(isCleanExit('Server process exited with code 0.'));
+    assert.ok(!isCleanExit('Server process exited with code 1.'));
+    assert.ok(!isCleanExit('Server process exited with signal SIGKILL.'));
   });
 });

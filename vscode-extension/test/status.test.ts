@@ -6,11 +6,13 @@ import { HOTFIX, NARROW, noFolderStatus, normalStatus, pendingStatus, REPO, wide
 describe('status rendering', () => {
   it('shows a shield with the number of roots when all is well', () => {
     const view = renderStatus({ kind: 'running', status: normalStatus() }, 1);
-    assert.strictEqual(view.text, '$(shield) 1 root');
+    assert.strictEqual(view.text, '$(shield) 2 roots (1 folder)');
     assert.strictEqual(view.background, undefined);
     assert.strictEqual(view.command, 'rootguard.showWideningReport');
-    const two = renderStatus({ kind: 'running', status: { ...normalStatus(), roots: [NARROW, '/Users/dev/other'] } }, 2);
-    assert.strictEqual(two.text, '$(shield) 2 roots');
+    // the count is the server's (the union's entries), the same in the tooltip, the tray and docs/warnings.md
+    const two = renderStatus({ kind: 'running', status: { ...normalStatus(), roots: [NARROW, '/Users/dev/other'], summary: '3 roots (2 folders)' } }, 2);
+    assert.strictEqual(two.text, '$(shield) 3 roots (2 folders)');
+    assert.match(renderTooltip({ ...normalStatus(), summary: '3 roots (2 folders)' }), /Root Guard\*\* — 3 roots \\\(2 folders\\\)/);
   });
 
   it('shows the server\'s summary on widening, as the tray and the message do', () => {
@@ -68,10 +70,10 @@ describe('status rendering', () => {
   it('adds other warnings to the text and turns red on errors', () => {
     const status = normalStatus();
     status.warnings = [{ severity: 'warning', code: 'mount-missing', message: 'no mount for the folder' }];
-    assert.strictEqual(renderStatus({ kind: 'running', status }, 1).text, '$(shield) 1 root · 1 warning');
+    assert.strictEqual(renderStatus({ kind: 'running', status }, 1).text, '$(shield) 2 roots (1 folder) · 1 warning');
     status.warnings.push({ severity: 'error', code: 'config-invalid', message: '.rootguard.toml: bad field' });
     const view = renderStatus({ kind: 'running', status }, 1);
-    assert.strictEqual(view.text, '$(shield) 1 root · 2 problems');
+    assert.strictEqual(view.text, '$(shield) 2 roots (1 folder) · 2 problems');
     assert.strictEqual(view.background, 'error');
   });
 

@@ -35,7 +35,7 @@ describe('status bar item', () => {
     bar.show({ kind: 'running', status: widenedStatus() }, 2);
     bar.show({ kind: 'running', status: normalStatus() }, 1);
     const [item] = stub.statusBarItems;
-    assert.strictEqual(item.text, '$(shield) 1 root');
+    assert.strictEqual(item.text, '$(shield) 2 roots (1 folder)');
     assert.strictEqual(item.backgroundColor, undefined);
   });
 

@@ -18,7 +18,7 @@ describe('widening notification rules', () => {
     // The server's own line (status.warning_line), shown as it is: rendered once, in Python.
     assert.strictEqual(
       wideningLine(widenedStatus()),
-      "Root Guard: adding shop and shop-hotfix widened the agent's boundary ×1.3: +227 files, 2 secrets files, .git (4 commits)",
+      "Root Guard: adding shop widened the agent's boundary ×1.3: +227 files, 2 secrets files, .git (4 commits)",
     );
     assert.ok(!wideningLine(widenedStatus()).includes('\n'));
   });
@@ -76,7 +76,7 @@ describe('WideningNotifier', () => {
     await settle();
     assert.strictEqual(warnings().length, 1);
     assert.deepStrictEqual(warnings()[0].items, [SHOW_REPORT, ACKNOWLEDGE]);
-    assert.match(warnings()[0].message, /^Root Guard: adding shop and shop-hotfix widened/);
+    assert.match(warnings()[0].message, /^Root Guard: adding shop widened/);
   });
 
   it('Show report opens the report; Acknowledge asks the server and confirms', async () => {

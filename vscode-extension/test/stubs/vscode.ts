@@ -197,6 +197,8 @@ export const stub = {
   commands: new Map<string, (...args: any[]) => any>(),
   settings: {} as Record<string, unknown>,
   clipboard: '',
+  /** vscode.diff calls: [left, right, title]. */
+  diffs: [] as any[][],
   folders: undefined as Array<{ uri: Uri; name: string; index: number }> | undefined,
   activeFile: undefined as Uri | undefined,
   foundFiles: [] as Uri[],
@@ -207,6 +209,7 @@ export const stub = {
   configurationChanged: new EventEmitter<{ affectsConfiguration(section: string): boolean }>(),
   foldersChanged: new EventEmitter<{ added: any[]; removed: any[] }>(),
   reset(): void {
+    stub.diffs = [];
     this.shown = [];
     this.answer = () => undefined;
     this.statusBarItems = [];
@@ -335,6 +338,10 @@ export const commands = {
   },
   executeCommand: async (id: string, ...args: any[]) => {
     const command = stub.commands.get(id);
+    if (id === 'vscode.diff') {
+      stub.diffs.push(args);
+      return undefined;
+    }
     if (!command) {
       throw new Error(`command '${id}' not found`);
     }

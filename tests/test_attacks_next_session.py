@@ -169,3 +169,40 @@ def test_replacing_an_existing_auto_run_file_by_renaming_its_parent_is_stopped_a
                             "sleep 5; echo still-running")
     assert done.returncode == 125 and "still-running" not in done.stdout
     assert settings.read_text() == "{}\n" and not (mono / ".vscode-old").exists()
+
+
+# --- the person approves ---------------------------------------------------------------------------
+
+def test_config_held_shows_the_change_and_approve_applies_it_for_the_next_sessions(mono):
+    assert check(mono, ".env")["decision"] == "deny"
+    (mono / ".git").write_text("gitdir: /nowhere\n")
+    held = rootguard("config", "held", "--json", str(mono), cwd=mono)
+    assert held.returncode == 1
+    (change,) = json.loads(held.stdout)["held"]
+    assert change["root"] == str(mono) and "no-env" in " ".join(change["reasons"])
+    assert f"now stops at {mono}" in change["reasons"][0] and '-includes = ["**/.env"]' in change["diff"]
+    not_asked = rootguard("config", "approve", str(mono), cwd=mono, input="")
+    assert not_asked.returncode == 2 and "--yes" in not_asked.stderr  # no terminal, no --yes: nothing approved
+    assert check(mono, ".env")["decision"] == "deny"
+    approved = rootguard("config", "approve", "--yes", str(mono), cwd=mono)
+    assert approved.returncode == 0 and "recorded" in approved.stdout
+    assert check(mono, ".env")["decision"] == "allow"  # the person's choice, from now on
+    assert rootguard("config", "held", str(mono), cwd=mono).returncode == 0
+
+
+def test_approving_inside_the_sandbox_records_nothing(mono, isolated_user):
+    """The approved configurations live in Root Guard's state directory, which no sandbox can see or
+    write: a command inside ``rootguard run`` cannot approve its own change (here Root Guard itself is
+    readable inside, as an agent's toolchain would be)."""
+    user = isolated_user / ".config" / "rootguard" / "config.toml"
+    user.parent.mkdir(parents=True)
+    user.write_text("version = 2\n" + "".join(
+        f'[[paths]]\nid = "{name}"\npath = "{path}"\npolicies = {{ read = "allow", write = "deny" }}\n'
+        for name, path in (("checkout", REPO), ("python", os.path.realpath(sys.base_prefix)))))
+    assert check(mono, ".env")["decision"] == "deny"
+    (mono / ".git").write_text("gitdir: /nowhere\n")
+    state = os.environ["XDG_STATE_HOME"]
+    inner = f"PYTHONPATH={REPO} XDG_STATE_HOME={state} {sys.executable} -m lsp_bridge.cli.main config approve --yes {mono}"
+    done = in_sandbox(mono, inner + "; echo inner-exit=$?")
+    assert "inner-exit=" in done.stdout, done.stderr  # it ran, and saw no record to approve against
+    assert check(mono, ".env")["decision"] == "deny"  # the host's record is untouched

@@ -233,6 +233,20 @@ def _parser(only: str | None = None) -> _Parser:
                       help="change nothing; exit 0 current, 1 needs migration, 2 invalid")
     m.add_argument("file", nargs="?", metavar="FILE", help="the file (default: the user configuration file)")
     m.set_defaults(subcommand="config migrate")
+    h = csub.add_parser("held", help="show configuration changes waiting for your approval",
+                        description="Show, for each FOLDER, a change to its configuration that would loosen "
+                                    "the boundary and waits for your approval: why, and the difference. "
+                                    "Exit status: 0 nothing held, 1 something held, 2 bad input.")
+    h.add_argument("--json", action="store_true", help="print the stable JSON shape (docs/cli.md)")
+    h.add_argument("folders", nargs="+", metavar="FOLDER")
+    h.set_defaults(subcommand="config held")
+    a = csub.add_parser("approve", help="approve the held configuration changes of FOLDERs",
+                        description="Show each held change of FOLDERs and, once you confirm (or with --yes), "
+                                    "apply it and record it as approved for the next sessions. Exit status: "
+                                    "0 approved or nothing held, 1 not confirmed, 2 bad input or not recorded.")
+    a.add_argument("--yes", action="store_true", help="approve without asking (the difference is still printed)")
+    a.add_argument("folders", nargs="+", metavar="FOLDER")
+    a.set_defaults(subcommand="config approve")
 
     p = sub.add_parser("demo", help="build a demo monorepo and show what widening it hands over",
                        description="Build a small monorepo in a temporary folder, open a package as an "

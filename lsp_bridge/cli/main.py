@@ -319,6 +319,51 @@ def cmd_config_migrate(args) -> int:
     return main_migrate(forwarded)
 
 
+def cmd_config_held(args) -> int:
+    """``rootguard config held``: each held (loosening) configuration change of FOLDERs; 1 when there is one."""
+    session = _session(args.folders)
+    held = [_held_json(root, change) for root, change in session.held_changes()]
+    _emit(args, {"held": held}, lambda data: "\n".join(_held_text(item) for item in data["held"])
+          or "nothing held: every folder's configuration is the approved one")
+    return 1 if held else 0
+
+
+def cmd_config_approve(args) -> int:
+    """``rootguard config approve``: show each held change, confirm, apply it and record it as approved."""
+    session = _session(args.folders)
+    held = session.held_changes()
+    if not held:
+        write("nothing held: every folder's configuration is the approved one")
+        return 0
+    for root, change in held:
+        write(_held_text(_held_json(root, change)))
+    if not args.yes:
+        if not sys.stdin.isatty():
+            raise UsageError("not confirmed: run it at a terminal to answer, or pass --yes")
+        answer = input("Approve these changes for the next sessions? [y/N] ").strip().lower()
+        if answer not in ("y", "yes"):
+            write("not approved: the approved configuration stays in force")
+            return 1
+    session.accept_held()
+    problems = [d.message for d in session.config_diagnostics() if d.code == "approved-config-unwritten"]
+    if problems:
+        raise UsageError(f"approved for this command only, not recorded: {problems[0]}")
+    write(f"approved: {len(held)} change(s) recorded; the next sessions use them")
+    return 0
+
+
+def _held_json(root: str, change) -> dict:
+    return {"root": root, "files": [f.path for f in change.recorded.files], "reasons": list(change.reasons),
+            "diff": change.diff()}
+
+
+def _held_text(item: dict) -> str:
+    """The change as a person reads it; every line escaped (the text may be the agent's)."""
+    lines = [_safe(f"{item['root']}: held, it would loosen the policy: {'; '.join(item['reasons'])}")]
+    lines += ["  " + _safe(line) for line in item["diff"].splitlines()]
+    return "\n".join(lines)
+
+
 def cmd_probe(args) -> int:
     """``rootguard probe``: 0 every path-taking tool tested and nothing served outside, else 1."""
     command = _after_dashes(args.command, "probe", "SERVER_COMMAND")
@@ -503,7 +548,8 @@ def _shell_quote(text: str) -> str:
 
 COMMANDS = {
     "roots": cmd_roots, "check": cmd_check, "inventory": cmd_inventory, "mounts": cmd_mounts, "run": cmd_run,
-    "config migrate": cmd_config_migrate, "demo": cmd_demo, "trace": cmd_trace, "probe": cmd_probe,
+    "config migrate": cmd_config_migrate, "config held": cmd_config_held, "config approve": cmd_config_approve,
+    "demo": cmd_demo, "trace": cmd_trace, "probe": cmd_probe,
 }
 
 

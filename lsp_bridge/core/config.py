@@ -283,6 +283,9 @@ class ConfigKeeper:
             places = self._recorded.changed_places(result.recorded)
             if any(self.agent_writable(p) for p in places):
                 reasons = loosening(self._good, result.config)
+                if reasons and self._recorded.stop != result.recorded.stop:
+                    reasons.insert(0, f"the search for the project file now stops at {result.recorded.stop} "
+                                      f"(a .git there), not at {self._recorded.stop}")
         if reasons:
             self.held = Held(result.config, result.recorded, tuple(reasons), self._recorded)
             files = ", ".join(result.config.files) or "the configuration"

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -99,12 +100,33 @@ def test_inventory_never_walks_pseudo_file_systems(tmp_path):
     assert any("fake-proc: a proc pseudo file system, not walked" in e for e in report.errors)
 
 
-@pytest.mark.slow
-def test_inventory_add_root_skips_proc_sys_and_dev(tmp_path):
-    small = tmp_path / "small"
+@pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("unshare"), reason="mounts a proc in a private mount namespace (root)")
+def test_inventory_skips_a_proc_mounted_inside_the_added_folder(tmp_path):
+    """What ``inventory --add /`` meets, without walking the whole disk: a real proc mounted inside the
+    added folder (in a private mount namespace) is named as not walked, and the rest is counted."""
+    small, wide = tmp_path / "small", tmp_path / "wide"
     small.mkdir()
-    done = rootguard("inventory", "--json", "--root", str(small), "--add", "/", timeout=300)
+    (wide / "proc").mkdir(parents=True)
+    (wide / "notes.txt").write_text("x\n")
+    script = (f"mount -t proc proc {wide / 'proc'} && exec {sys.executable} -m lsp_bridge.cli inventory --json "
+              f"--root {small} --add {wide}")
+    done = subprocess.run(["unshare", "--mount", "--propagation", "private", "--pid", "--fork", "sh", "-c", script],
+                          capture_output=True, text=True, timeout=120, env={**os.environ, "PYTHONPATH": str(REPO)})
     assert done.returncode == 0, done.stderr
-    errors = json.loads(done.stdout)["errors"]
-    assert any(e.startswith("/proc: a proc pseudo file system") for e in errors)
-    assert any(e.startswith("/sys: a sysfs pseudo file system") for e in errors)
+    report = json.loads(done.stdout)
+    assert report["files_after"] == 1
+    assert any(e.startswith(f"{wide / 'proc'}: a proc pseudo file system") for e in report["errors"])
+
+def test_json_output_stays_valid_with_a_name_that_is_not_utf8(tmp_path):
+    """A file name's bytes need not be UTF-8: ``--json`` writes its lone surrogates as JSON escapes,
+    so the output is valid UTF-8 JSON that reads back to the same name."""
+    small, wide = tmp_path / "small", tmp_path / "wide"
+    small.mkdir()
+    wide.mkdir()
+    with open(os.path.join(os.fsencode(wide), b"token\xff.env"), "w") as handle:
+        handle.write("AWS_SECRET_ACCESS_KEY=wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY1\n")
+    done = subprocess.run([sys.executable, "-m", "lsp_bridge.cli", "inventory", "--json", "--root", str(small),
+                           "--add", str(wide)], capture_output=True, timeout=60, env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout.decode("utf-8"))  # strict UTF-8: no raw 0xff byte
+    assert report["files_after"] == 1

@@ -462,7 +462,9 @@ def _emit(args, data: dict, text) -> None:
     if getattr(args, "json", False):
         import json
 
-        write(json.dumps(data, indent=2, ensure_ascii=False))
+        # A path that is not UTF-8 (a name's bytes kept as lone surrogates) is written as the JSON
+        # escape of its surrogate: the output stays valid UTF-8 JSON and reads back to the same str.
+        write(json.dumps(data, indent=2, ensure_ascii=False).encode("utf-8", "backslashreplace").decode("utf-8"))
     else:
         write(text(data))
 

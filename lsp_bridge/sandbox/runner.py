@@ -117,6 +117,9 @@ def _run_bwrap(bwrap: str, profile: Profile, command: Sequence[str], env: dict, 
         finally:
             _restore(previous)
         reader.join(timeout=5)
+        if not watcher.caught_up():  # the command ended: what it did last must still be judged
+            stopped.append("the host-side watch could not confirm it saw the command's last changes "
+                           "(the machine is overloaded, or the watch lost events); check the trees it wrote")
     finally:
         watcher.stop()
         os.close(args_fd)

@@ -69,6 +69,8 @@ class SandboxWatch:
         self._remedies: list[tuple[str, str]] = []  # (what to rename, to what)
         self._lock = threading.Lock()
         self._observer: Any = None
+        self._trees: list[str] = []  # watched recursively: ``caught_up`` marks each
+        self._marked: dict[str, threading.Event] = {}
 
     # -- watching ------------------------------------------------------------
 
@@ -82,15 +84,18 @@ class SandboxWatch:
 
         class Handler(FileSystemEventHandler):
             def on_any_event(self, event) -> None:
+                src = os.fsdecode(event.src_path)
                 if event.event_type in ("created", "deleted", "moved"):
-                    watch.seen(event.event_type, os.fsdecode(event.src_path),
-                               os.fsdecode(getattr(event, "dest_path", "") or ""))
+                    watch.seen(event.event_type, src, os.fsdecode(getattr(event, "dest_path", "") or ""))
+                elif src in watch._marked and event.event_type in ("modified", "attrib"):
+                    watch._marked[src].set()
 
         observer = Observer()
         below = [d for d in self.visible if os.path.isdir(d)]
         below = [d for d in below if not any(d != t and is_within(d, t) for t in below)]  # one watch per tree
         for tree in below:
             observer.schedule(Handler(), tree, recursive=True)
+        self._trees = below
         flat = {os.path.dirname(p) for p in (*self.masks, *self.ancestors)}
         for directory in sorted(flat):
             if os.path.isdir(directory) and not any(is_within(directory, t) for t in below):
@@ -135,6 +140,21 @@ class SandboxWatch:
                 return
             self.violation = (path, what)
         self.on_violation(path, what)
+
+    def caught_up(self, timeout: float = 10.0) -> bool:
+        """After the command: whether every event up to now has been seen. Each recursively watched
+        tree's own times are set to what they are (an attribute change, nothing else), and the
+        watch waits for that event, which the kernel queues after every earlier one of the tree."""
+        marks = {tree: threading.Event() for tree in self._trees}
+        self._marked = marks
+        for tree in marks:
+            try:
+                info = os.stat(tree)
+                os.utime(tree, ns=(info.st_atime_ns, info.st_mtime_ns))
+            except OSError:
+                marks[tree].set()  # gone or not ours to touch: nothing more to wait for there
+        deadline = time.monotonic() + timeout
+        return all(mark.wait(max(0.0, deadline - time.monotonic())) for mark in marks.values())
 
     def stop(self) -> None:
         if self._observer is not None:

@@ -153,6 +153,19 @@ if (!readdirSync(tool).some((f) => f === `${pipPin.replace('==', '-')}-py3-none-
 }
 console.log(`bundle-python: ${readdirSync(wheels).join(', ')} and ${pipPin} for the tray's install`);
 
+// Bytecode a local run of the bundle wrote since it was installed (the stamp kept it): never packaged.
+function dropBytecode(dir) {
+  if (!existsSync(dir)) return;
+  for (const entry of readdirSync(dir, { withFileTypes: true })) {
+    if (!entry.isDirectory()) continue;
+    const path = join(dir, entry.name);
+    if (entry.name === '__pycache__') rmSync(path, { recursive: true, force: true });
+    else dropBytecode(path);
+  }
+}
+dropBytecode(libs);
+dropBytecode(join(extension, 'bundled', 'mcp'));
+
 const source = join(repository, 'lsp_bridge');
 const target = join(libs, 'lsp_bridge');
 rmSync(target, { recursive: true, force: true });

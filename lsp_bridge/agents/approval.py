@@ -16,11 +16,11 @@ import os
 import stat
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from lsp_bridge.agents.model import Access, ToolCall
 from lsp_bridge.agents.windows import sessions_dir
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing: the hook runs once per tool call
 if TYPE_CHECKING:
     from lsp_bridge.agents.boundary import Boundary
     from lsp_bridge.core.policy import Decision

@@ -13,12 +13,12 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from lsp_bridge.agents.model import Access, ToolCall
 from lsp_bridge.agents.places import ExtraDir, extra_dirs
 from lsp_bridge.agents.windows import Window, published_windows, window_for
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing: the hook runs once per tool call
 if TYPE_CHECKING:
     from lsp_bridge.core.policy import Decision
     from lsp_bridge.core.session import Session

@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
 
 from lsp_bridge.agents.model import (
     Access,
@@ -35,7 +36,6 @@ from lsp_bridge.agents.model import (
 )
 from lsp_bridge.agents.shell import confined
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing: the hook runs once per tool call
 if TYPE_CHECKING:
     from typing import Any
 

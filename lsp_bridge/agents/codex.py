@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import shlex
 from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
 
 from lsp_bridge.agents import claude
 from lsp_bridge.agents.model import (
@@ -32,7 +33,6 @@ from lsp_bridge.agents.model import (
 from lsp_bridge.agents.patch import looks_like_patch, patch_accesses
 from lsp_bridge.agents.shell import confined, confined_argv
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing: the hook runs once per tool call
 if TYPE_CHECKING:
     from typing import Any
 

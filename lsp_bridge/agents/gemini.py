@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
 
 from lsp_bridge.agents import claude
 from lsp_bridge.agents.model import (
@@ -35,7 +36,6 @@ from lsp_bridge.agents.model import (
 )
 from lsp_bridge.agents.shell import confined
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing: the hook runs once per tool call
 if TYPE_CHECKING:
     from typing import Any
 

@@ -26,11 +26,11 @@ import sys
 import time
 from collections.abc import Mapping, Sequence
 from types import ModuleType
+from typing import TYPE_CHECKING
 
 from lsp_bridge.agents import AGENTS, agent_module
 from lsp_bridge.agents.model import EXIT_BLOCK, NO_OBJECTION, Access, Answer, HookInputError, ToolCall, one_line
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing: the hook runs once per tool call
 if TYPE_CHECKING:
     from typing import Any
 

@@ -18,8 +18,8 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (`rootguard roots` imports this module)
 if TYPE_CHECKING:
     from typing import Any
 

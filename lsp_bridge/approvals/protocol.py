@@ -15,10 +15,10 @@ import json
 import math
 import os
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, Literal, TypeGuard, overload
 
 from lsp_bridge.approvals.runtime import socket_path  # noqa: F401  (re-exported: both sides use it)
-from lsp_bridge.core.record import dataclass
 
 PROTOCOL_VERSION = 1
 MAX_FRAME = 1 << 20  # bytes, newline included

@@ -29,11 +29,11 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from lsp_bridge.approvals.protocol import ALLOWING, DEFAULT_NEED
 from lsp_bridge.approvals.protocol import CLIENT_ANSWERS as ANSWERS  # the one list of answers
-from lsp_bridge.core.record import dataclass
 from lsp_bridge.core.settings import DEFAULT_APPROVAL_TIMEOUT
 
 log = logging.getLogger("rootguard.approvals")

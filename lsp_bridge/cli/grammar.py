@@ -13,10 +13,10 @@ import argparse
 import os
 import sys
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from lsp_bridge.cli.main import CHECK_OPS, DELEGATED, EXIT_BAD_INPUT, EXIT_UNCONFINED, wants_json, write
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at start-up (core/record.py)
 if TYPE_CHECKING:
     from typing import NoReturn
 

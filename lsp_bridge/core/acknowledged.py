@@ -20,8 +20,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping, Sequence
-
-from lsp_bridge.core.record import dataclass
+from dataclasses import dataclass
 
 FORMAT_VERSION = 1
 

@@ -41,6 +41,8 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from lsp_bridge.core.config_check import (  # noqa: F401 - re-exported: the configuration API
     APPROVAL_KEYS,
@@ -67,7 +69,6 @@ from lsp_bridge.core.config_files import (  # noqa: F401 - re-exported
 from lsp_bridge.core.config_trust import ConfigFileText, Recorded, RecordError, TrustStore
 from lsp_bridge.core.diagnostics import Diagnostic
 from lsp_bridge.core.paths import canonical, is_within
-from lsp_bridge.core.record import dataclass
 from lsp_bridge.core.settings import (
     AGENT_SHELL_STRICTNESS,
     DENY_ALL,
@@ -79,7 +80,6 @@ from lsp_bridge.core.settings import (
 )
 from lsp_bridge.core.toml_positions import _error, _shown, parse_toml  # noqa: F401 - re-exported
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at start-up (core/record.py)
 if TYPE_CHECKING:
     from typing import Any
 

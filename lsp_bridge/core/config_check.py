@@ -13,12 +13,13 @@ from __future__ import annotations
 import os
 import posixpath
 from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, cast
 
 from lsp_bridge.core.config_files import read_config_text
 from lsp_bridge.core.diagnostics import Diagnostic, has_errors
 from lsp_bridge.core.globs import GlobError, check_pattern
 from lsp_bridge.core.paths import canonical
-from lsp_bridge.core.record import cast, dataclass, field
 from lsp_bridge.core.settings import AGENT_SHELL_MODES, VERDICTS, WORKTREE_MODES, Mount, PathRule
 from lsp_bridge.core.toml_positions import (
     KeyPath,
@@ -28,7 +29,6 @@ from lsp_bridge.core.toml_positions import (
     parse_toml,
 )
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at start-up (core/record.py)
 if TYPE_CHECKING:
     from typing import Any, Literal  # noqa: F401 - Literal: in a cast (core.record.cast)
 

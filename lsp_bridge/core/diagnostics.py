@@ -8,16 +8,13 @@ The language server publishes these as LSP diagnostics, the CLI prints them as
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Literal
 
-from lsp_bridge.core.record import dataclass, field, lazy_literals
-
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at start-up (core/record.py)
 if TYPE_CHECKING:
-    from typing import Any, Literal
+    from typing import Any
 
-    Severity = Literal["error", "warning", "information", "hint"]
-else:
-    __getattr__ = lazy_literals(__name__, Severity=("error", "warning", "information", "hint"))
+Severity = Literal["error", "warning", "information", "hint"]
 
 
 @dataclass(frozen=True)

@@ -31,8 +31,8 @@ from __future__ import annotations
 
 import os
 import sys
+from typing import TYPE_CHECKING
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     import re
     from typing import Any

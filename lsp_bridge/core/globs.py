@@ -30,10 +30,11 @@ alternative (``{a}``). Bash-style ranges (``{1..3}``) expand like alternatives.
 
 from __future__ import annotations
 
-from lsp_bridge.core.glob_cache import translations
-from lsp_bridge.core.record import dataclass
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-TYPE_CHECKING = False
+from lsp_bridge.core.glob_cache import translations
+
 if TYPE_CHECKING:
     import re  # at run time only where a rule's glob compiles: a command without globs never imports it
 

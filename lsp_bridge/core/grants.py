@@ -17,6 +17,7 @@ import os
 import time
 from collections import Counter
 from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING
 
 import tomlkit
 from tomlkit import TOMLDocument
@@ -29,7 +30,6 @@ from lsp_bridge.core.config_files import MAX_CONFIG_BYTES
 from lsp_bridge.core.paths import read_regular
 from lsp_bridge.core.settings import PROJECT_FILE_NAME, VERDICTS
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at start-up (core/record.py)
 if TYPE_CHECKING:
     from typing import Any
 

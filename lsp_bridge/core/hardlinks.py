@@ -32,10 +32,10 @@ from _thread import allocate_lock  # threading.Lock, without importing threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
+from typing import TYPE_CHECKING
 
 from lsp_bridge.core.paths import is_within
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at start-up (core/record.py)
 if TYPE_CHECKING:  # pragma: no cover
     from lsp_bridge.core.policy import Policy
 

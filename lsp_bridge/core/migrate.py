@@ -26,6 +26,8 @@ import stat
 import sys
 import tempfile
 from collections.abc import MutableMapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import tomlkit
 from tomlkit import TOMLDocument
@@ -35,9 +37,7 @@ from lsp_bridge.core.atomic import atomic_write
 from lsp_bridge.core.config import V1_SAFETY_DEFAULTS, parse_text, parse_toml, read_config_text, user_config_path
 from lsp_bridge.core.diagnostics import Diagnostic, has_errors
 from lsp_bridge.core.paths import canonical
-from lsp_bridge.core.record import dataclass, field
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at start-up (core/record.py)
 if TYPE_CHECKING:
     from typing import Any, NoReturn
 

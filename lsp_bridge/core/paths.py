@@ -11,8 +11,7 @@ import os
 import stat
 import sys
 from collections.abc import Callable, Mapping
-
-from lsp_bridge.core.record import Generic, TypeVar
+from typing import Generic, TypeVar
 
 V = TypeVar("V")
 

@@ -33,9 +33,9 @@ from __future__ import annotations
 
 import os
 import sys
+from dataclasses import dataclass
 
 from lsp_bridge.core.paths import fold, is_within
-from lsp_bridge.core.record import dataclass
 from lsp_bridge.core.settings import PROJECT_FILE_NAME
 
 _AUTORUN_FILES = {(".vscode", "settings.json"), (".vscode", "tasks.json"), (".vscode", "launch.json"),

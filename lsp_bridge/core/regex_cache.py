@@ -30,10 +30,10 @@ import json
 import os
 import re
 import sys
+from typing import TYPE_CHECKING
 
 from lsp_bridge.core.atomic import read_cache, write_cache
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 

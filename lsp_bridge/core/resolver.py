@@ -47,10 +47,10 @@ import os
 import re
 import stat
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from urllib.parse import unquote
 
 from lsp_bridge.core import paths
-from lsp_bridge.core.record import dataclass, field
 
 CODES = (
     "absolute_path_denied",

@@ -18,14 +18,14 @@ a path only when no configured rule matches it at all.
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from lsp_bridge.core.globs import GlobSet, literal_prefix
 from lsp_bridge.core.paths import PrefixIndex, depth, fold, is_within, relative_to
-from lsp_bridge.core.record import dataclass
 from lsp_bridge.core.scope import Scope
 from lsp_bridge.core.settings import STRICTNESS, Config, PathRule
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at start-up (core/record.py)
 if TYPE_CHECKING:
     from lsp_bridge.core.settings import Verdict
 

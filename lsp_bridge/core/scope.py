@@ -23,15 +23,15 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from lsp_bridge.core import worktrees as wt
 from lsp_bridge.core.diagnostics import Diagnostic
 from lsp_bridge.core.paths import canonical, read_regular, relative_to
-from lsp_bridge.core.record import dataclass, field
 from lsp_bridge.core.settings import Config
 from lsp_bridge.core.union import Candidate, Union, compute_union
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at start-up (core/record.py)
 if TYPE_CHECKING:
     from typing import Any
 

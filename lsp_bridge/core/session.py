@@ -11,16 +11,16 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from lsp_bridge.core.config import ConfigKeeper, Held, config_candidates
 from lsp_bridge.core.config_trust import TrustStore
 from lsp_bridge.core.diagnostics import Diagnostic
 from lsp_bridge.core.paths import is_within
-from lsp_bridge.core.record import dataclass, field
 from lsp_bridge.core.scope import Scope, build_scope
 from lsp_bridge.core.settings import DENY_ALL, Config
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at start-up (core/record.py)
 if TYPE_CHECKING:  # compiled on first use: the language server's first status needs no policy
     from lsp_bridge.core.policy import Policy
 

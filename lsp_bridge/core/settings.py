@@ -6,20 +6,15 @@
 
 from __future__ import annotations
 
-from lsp_bridge.core.record import dataclass, field, lazy_literals
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Literal
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at start-up (core/record.py)
 if TYPE_CHECKING:
-    from typing import Literal
-
     from lsp_bridge.core.diagnostics import Diagnostic
 
-    Verdict = Literal["allow", "request", "deny"]
-    WorktreeMode = Literal["include", "request", "ignore"]
-    Source = Literal["builtin", "user", "project", "environment", "session", "toolchain"]
-else:
-    __getattr__ = lazy_literals(__name__, Verdict=("allow", "request", "deny"), WorktreeMode=("include", "request", "ignore"),
-                                Source=("builtin", "user", "project", "environment", "session", "toolchain"))
+Verdict = Literal["allow", "request", "deny"]
+WorktreeMode = Literal["include", "request", "ignore"]
+Source = Literal["builtin", "user", "project", "environment", "session", "toolchain"]
 
 PROJECT_FILE_NAME = ".rootguard.toml"  # the project file's one name (config, grants, the language server)
 VERDICTS: tuple[str, ...] = ("allow", "request", "deny")

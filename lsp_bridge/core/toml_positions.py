@@ -8,17 +8,17 @@ configuration diagnostic is placed with it.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from lsp_bridge.core.diagnostics import Diagnostic, Range
-from lsp_bridge.core.record import lazy_pattern
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at start-up (core/record.py)
 if TYPE_CHECKING:
     from typing import Any
 
-_BARE_KEY = lazy_pattern(r"[A-Za-z0-9_-]+")
-_BARE_VALUE = lazy_pattern(r"[^,\]}\n#]*")
+_BARE_KEY = re.compile(r"[A-Za-z0-9_-]+")
+_BARE_VALUE = re.compile(r"[^,\]}\n#]*")
 
 if TYPE_CHECKING:
     KeyPath = tuple[Any, ...]  # of str (keys) and int (array indexes)
@@ -264,7 +264,7 @@ def _error(code: str, message: str, file: str | None, rng: Range | None = None) 
     return Diagnostic("error", code, message, file, rng)
 
 
-_TOML_ERROR_AT = lazy_pattern(
+_TOML_ERROR_AT = re.compile(
     r"(?s)^(?P<message>.*?)(?: \(at line (?P<line>\d+), column (?P<column>\d+)\)| \(at end of document\))?$"
 )
 

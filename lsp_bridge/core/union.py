@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from lsp_bridge.core.diagnostics import Diagnostic
 from lsp_bridge.core.paths import PrefixIndex, canonical, fold, is_within
-from lsp_bridge.core.record import dataclass, field
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at start-up (core/record.py)
 if TYPE_CHECKING:
     from typing import Any
 

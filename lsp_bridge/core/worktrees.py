@@ -66,23 +66,18 @@ import os
 import stat
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from functools import lru_cache
+from typing import TYPE_CHECKING, Literal, NamedTuple
 
 from lsp_bridge.core.diagnostics import Diagnostic
 from lsp_bridge.core.paths import canonical, fold, is_within
-from lsp_bridge.core.record import NamedTuple, dataclass, lazy_literals
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at start-up (core/record.py)
 if TYPE_CHECKING:
-    from typing import Literal
-
     from lsp_bridge.core.diagnostics import Severity
 
-    Status = Literal["found", "none", "refused", "undecided"]
-    Kind = Literal["main", "linked", "submodule", "bare"]
-else:
-    __getattr__ = lazy_literals(__name__, Status=("found", "none", "refused", "undecided"),
-                                Kind=("main", "linked", "submodule", "bare"))
+Status = Literal["found", "none", "refused", "undecided"]
+Kind = Literal["main", "linked", "submodule", "bare"]
 
 _MAX_SMALL_FILE = 4096  # .git files, gitdir, commondir, HEAD, locked
 _MAX_CONFIG_FILE = 1 << 20

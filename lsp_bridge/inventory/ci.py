@@ -9,22 +9,23 @@ identifiers, not secrets: they are shown.
 
 from __future__ import annotations
 
+import re
+
 from lsp_bridge.core.paths import read_regular
-from lsp_bridge.core.record import lazy_pattern
 from lsp_bridge.inventory.model import CiIdentity
 
 MAX_FILE = 1 << 20
 MAX_IDENTITIES = 20
 
 _VALUE = r"""\s*:\s*["']?([^\s"'#]+)"""
-_AWS_KEY = lazy_pattern(r"(?:role-to-assume|role_to_assume|role-arn|role_arn)" + _VALUE)
-_AWS_ARN = lazy_pattern(r"arn:aws[\w-]*:iam::\d{12}:role/[\w+=,.@/-]+")
-_AZURE_LOGIN = lazy_pattern(r"uses\s*:\s*[\"']?azure/login@")
-_AZURE_CLIENT = lazy_pattern(r"(?:client-id|client_id|clientId)" + _VALUE)
-_GUID = lazy_pattern(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
-_GCP_PROVIDER_KEY = lazy_pattern(r"workload[_-]identity[_-]provider" + _VALUE)
-_GCP_PROVIDER = lazy_pattern(r"projects/[\w.-]+/locations/[\w.-]+/workloadIdentityPools/[\w.-]+/providers/[\w.-]+")
-_GCP_ACCOUNT = lazy_pattern(r"[\w.+-]+@[\w.-]+\.iam\.gserviceaccount\.com")
+_AWS_KEY = re.compile(r"(?:role-to-assume|role_to_assume|role-arn|role_arn)" + _VALUE)
+_AWS_ARN = re.compile(r"arn:aws[\w-]*:iam::\d{12}:role/[\w+=,.@/-]+")
+_AZURE_LOGIN = re.compile(r"uses\s*:\s*[\"']?azure/login@")
+_AZURE_CLIENT = re.compile(r"(?:client-id|client_id|clientId)" + _VALUE)
+_GUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
+_GCP_PROVIDER_KEY = re.compile(r"workload[_-]identity[_-]provider" + _VALUE)
+_GCP_PROVIDER = re.compile(r"projects/[\w.-]+/locations/[\w.-]+/workloadIdentityPools/[\w.-]+/providers/[\w.-]+")
+_GCP_ACCOUNT = re.compile(r"[\w.+-]+@[\w.-]+\.iam\.gserviceaccount\.com")
 
 
 def read_identities(path: str) -> tuple[tuple[CiIdentity, ...], bool]:

@@ -14,16 +14,17 @@ Nothing here returns a file's contents: names and counts only.
 from __future__ import annotations
 
 import os
+import re
 import stat
 import threading
 import time
 from collections.abc import Callable
+from typing import TypeVar
 
 from lsp_bridge.core.atomic import write_cache
 from lsp_bridge.core.change_key import stable_key
 from lsp_bridge.core.git import git_env
 from lsp_bridge.core.paths import read_regular
-from lsp_bridge.core.record import TypeVar, lazy_pattern
 from lsp_bridge.inventory.model import Renamed
 from lsp_bridge.inventory.secrets import is_credential_name
 
@@ -32,7 +33,7 @@ GIT_TIMEOUT = 30.0
 # histories a few at a time, not all together.
 _GIT_SLOTS = threading.BoundedSemaphore(4)
 T = TypeVar("T")
-_HASH = lazy_pattern(r"[0-9a-f]{40}(?:[0-9a-f]{24})?")
+_HASH = re.compile(r"[0-9a-f]{40}(?:[0-9a-f]{24})?")
 
 
 # ---------------------------------------------------------------- where

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 
 from lsp_bridge.core.paths import is_within
-from lsp_bridge.core.record import dataclass, field
 from lsp_bridge.inventory.text import LIST_LIMIT, one_line, plural, shorten, show_path
 
 # Store kinds a repository has one of; every other store is a plain node_modules folder.

@@ -15,15 +15,16 @@ from __future__ import annotations
 
 import os
 import posixpath
+import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from lsp_bridge.core.diagnostics import Diagnostic, Range
 from lsp_bridge.core.json_read import loads
 from lsp_bridge.core.paths import canonical, fold, is_within, read_regular, relative_to
-from lsp_bridge.core.record import dataclass, field, lazy_pattern
 from lsp_bridge.core.settings import Mount
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at start-up (core/record.py)
 if TYPE_CHECKING:
     from typing import Literal
 
@@ -216,8 +217,8 @@ class _Unresolved(ValueError):
     """A ``${...}`` that cannot be substituted; the mount is dropped."""
 
 
-_VARIABLE = lazy_pattern(r"\$\{([^}]*)\}")
-_ENV_NAME = lazy_pattern(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_VARIABLE = re.compile(r"\$\{([^}]*)\}")
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
 @dataclass(frozen=True)
@@ -332,7 +333,7 @@ def _volume_arguments(args: Sequence[str], start: int) -> Iterator[tuple[int, st
                 i += 2 if letters[0] == "v" or takes_next else 1
 
 
-_DRIVE = lazy_pattern(r"^[A-Za-z]:[\\/]")
+_DRIVE = re.compile(r"^[A-Za-z]:[\\/]")
 
 
 def _split_volume(spec: str) -> tuple[str, str, set[str]] | None:

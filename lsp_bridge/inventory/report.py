@@ -29,7 +29,7 @@ def quiet_mount_findings(reconciliation) -> tuple[Diagnostic, ...]:
     no mount or container is configured (they stay in the report, not in the warnings)."""
     if reconciliation.mounts:
         return tuple(reconciliation.diagnostics)
-    from lsp_bridge.core.record import replace
+    from dataclasses import replace
 
     return tuple(
         replace(d, severity="information")
@@ -89,21 +89,22 @@ def mounts_report(session, *, walk: bool = True, narrow: Sequence[str] | None = 
         toplevel = worktrees.locate(session.scope.folders[0]).toplevel
     result = reconcile(session.scope.union.paths, configured, repo_toplevel=toplevel, walk=walk)
     if narrow is not None and tuple(narrow) != tuple(session.scope.union.paths):
-        from lsp_bridge.core.record import replace
+        from dataclasses import replace
 
         suggestion = reconcile(narrow, [], repo_toplevel=toplevel, walk=walk) if narrow else None
         result = replace(result, suggested=suggestion.suggested if suggestion else (),
                          single_files=suggestion.single_files if suggestion else (), suggested_for=tuple(narrow))
     if narrow is not None:
+        from dataclasses import replace
+
         from lsp_bridge.core.paths import is_within
-        from lsp_bridge.core.record import replace
 
         marked = tuple(replace(s, beyond_acknowledged=True,
                                reason=f"{s.reason} (outside the acknowledged union: this hands over more)")
                        if not any(is_within(s.source, r) for r in narrow) else s for s in result.suggested)
         result = replace(result, suggested=marked)
     if diagnostics:
-        from lsp_bridge.core.record import replace
+        from dataclasses import replace
 
         result = replace(result, diagnostics=tuple(diagnostics) + tuple(result.diagnostics))
     return result

@@ -17,15 +17,16 @@ names of deleted files and CI identities (which are not secrets) only.
 from __future__ import annotations
 
 import os
+import re
 import stat
 import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field, replace
 
 from lsp_bridge.core.change_key import key_of, stable_key, unchanged
 from lsp_bridge.core.filesystems import pseudo_mounts
 from lsp_bridge.core.paths import is_within
-from lsp_bridge.core.record import dataclass, field, lazy_pattern, replace
 from lsp_bridge.inventory.ci import read_identities
 from lsp_bridge.inventory.history import (
     _History,
@@ -58,9 +59,9 @@ _INTERESTING_DIRS = CREDENTIAL_PARENTS | {"workflows"}
 # Interesting names in a NUL-joined directory listing ("\x00a\x00b..."): a cheap
 # hint first (``_worth_a_look``), the exact pattern only on listings that hit.
 # Compiled at the first listing: a run whose directories are all kept lists none.
-_DOTTED_HINT = lazy_pattern(dotted_hint(("mod",)))  # go.mod; other manifests: json/toml
+_DOTTED_HINT = re.compile(dotted_hint(("mod",)))  # go.mod; other manifests: json/toml
 _DOTLESS_HINTS = tuple("\x00" + start for start in CREDENTIAL_NAME_STARTS)
-_INTERESTING = lazy_pattern(
+_INTERESTING = re.compile(
     r"(?<![^\x00])(?:\.git|package\.json|pyproject\.toml|Cargo\.toml|go\.mod"
     r"|\.gitlab-ci\.ya?ml|" + CREDENTIAL_NAME_PATTERN + r")(?![^\x00])"
 )
@@ -679,17 +680,8 @@ def warm_up() -> None:
     About a quarter of a second, mostly imports; call it from a background
     thread after start-up so the first widening does not wait for it.
     Importing this module stays cheap: nothing heavy happens before this.
-    The scan's own regular expressions (compiled on first use for the short
-    commands' sake) are compiled here too.
     """
     load_detectors()
-    from lsp_bridge.core.record import compile_patterns
-    from lsp_bridge.core.regex_cache import regex_cache
-    from lsp_bridge.inventory import ci, history, secrets, text
-
-    compiled = regex_cache()
-    compile_patterns(__name__, *(module.__name__ for module in (secrets, ci, history, text)), compile=compiled.compile)
-    compiled.save()
 
 
 def inventory(before: Sequence[str], after: Sequence[str], *,

@@ -12,10 +12,13 @@ from __future__ import annotations
 import os
 import re
 import threading
+from typing import TYPE_CHECKING
 
 from lsp_bridge.core.atomic import read_cache, write_cache
 from lsp_bridge.core.paths import read_regular
-from lsp_bridge.core.record import lazy_pattern
+
+if TYPE_CHECKING:
+    from typing import Any
 
 MAX_SCAN_BYTES = 1 << 20  # larger files are judged by name only
 _SNIFF_BYTES = 8192
@@ -33,7 +36,7 @@ CREDENTIAL_NAME_PATTERN = (
     r"|(?:id_rsa|id_dsa|id_ecdsa|id_ed25519|client_secret)(?!{a}*\.pub(?![^\x00])){a}*"
     r"|\.?secrets?\.(?:ya?ml|json|toml|env|ini)"
 ).replace("{a}", _ANY)
-_CREDENTIAL_NAME = lazy_pattern(f"(?:{CREDENTIAL_NAME_PATTERN})")
+_CREDENTIAL_NAME = re.compile(f"(?:{CREDENTIAL_NAME_PATTERN})")
 # A cheap pre-check over "\x00name\x00name...": every name the pattern above
 # matches holds a dotted hint word (".env", ".pem", ".json"...) or starts with
 # one of CREDENTIAL_NAME_STARTS, so a listing without either needs no closer look.
@@ -276,12 +279,12 @@ class _Fallback:
     """Used when detect-secrets is not installed: the shapes that matter most."""
 
     _patterns = (
-        lazy_pattern(r"BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY"),
-        lazy_pattern(r"://[^:/?#\[\]@\s]+:[^:/?#\[\]@\s]+@"),
-        lazy_pattern(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b"),
-        lazy_pattern(r"\b[rs]k_live_[0-9a-zA-Z]{24}"),
-        lazy_pattern(r"\bgh[pousr]_[A-Za-z0-9]{36}\b"),
-        lazy_pattern(r"\bxox[abprs]-[0-9A-Za-z-]{10,}"),
+        re.compile(r"BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY"),
+        re.compile(r"://[^:/?#\[\]@\s]+:[^:/?#\[\]@\s]+@"),
+        re.compile(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b"),
+        re.compile(r"\b[rs]k_live_[0-9a-zA-Z]{24}"),
+        re.compile(r"\bgh[pousr]_[A-Za-z0-9]{36}\b"),
+        re.compile(r"\bxox[abprs]-[0-9A-Za-z-]{10,}"),
     )
 
     def analyze_string(self, line: str):
@@ -308,12 +311,12 @@ _WEAK_WORDS = frozenset({
     "AUTHTOKEN", "BEARER", "SIGNINGKEY",
 })
 _PUBLIC_WORDS = frozenset({"PUBLIC", "PUBLISHABLE", "PUB"})
-_WORD = lazy_pattern(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
-_URL = lazy_pattern(r"^[A-Za-z][A-Za-z0-9+.\-]*://(?P<userinfo>[^/@\s]+@)?")
-_NAME_COLON_VALUE = lazy_pattern(r"""^["']?([A-Za-z_][\w.\-]*)["']?\s*:\s*(.*)$""")
-_NETRC_PASSWORD = lazy_pattern(r"\b(?:password|passwd)\s+(\S+)")
-_REFERENCE = lazy_pattern(r"^(?:\$|\{\{|<.*>$|%\(|(?:var|local|data|module)\.|env\()")
-_PLACEHOLDER = lazy_pattern(
+_WORD = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
+_URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.\-]*://(?P<userinfo>[^/@\s]+@)?")
+_NAME_COLON_VALUE = re.compile(r"""^["']?([A-Za-z_][\w.\-]*)["']?\s*:\s*(.*)$""")
+_NETRC_PASSWORD = re.compile(r"\b(?:password|passwd)\s+(\S+)")
+_REFERENCE = re.compile(r"^(?:\$|\{\{|<.*>$|%\(|(?:var|local|data|module)\.|env\()")
+_PLACEHOLDER = re.compile(
     r"^(?:x+|\*+|\.+|-+|changeme|change_me|changeit|replace[_\-]?me|placeholder|redacted|todo|tbd|"
     r"none|null|nil|undefined|true|false|yes|no|on|off|(?:your|my|insert|enter|put)[_\-\s].*|"
     r"example.*|.*[_\-](?:here|goes[_\-]here)|dummy.*|fake.*|sample.*|secret|password|pass|"
@@ -321,15 +324,12 @@ _PLACEHOLDER = lazy_pattern(
     re.IGNORECASE,
 )
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at start-up (core/record.py)
-if TYPE_CHECKING:
-    from typing import Any
 # ``.env.example`` and friends hold sample values: only a value with a known secret
 # shape (a detector hit) counts there, never a name-based guess.
-_EXAMPLE_FILE = lazy_pattern(r"(?:^|[._\-])(?:example|sample|template|dist|tmpl|tpl)(?:$|[._\-])",
+_EXAMPLE_FILE = re.compile(r"(?:^|[._\-])(?:example|sample|template|dist|tmpl|tpl)(?:$|[._\-])",
                            re.IGNORECASE)
-_URL_PASSWORD = lazy_pattern(r"://[^:/?#\[\]@\s]+:([^/?#\[\]@\s]+)@")
-_NUMBER = lazy_pattern(r"^[+\-]?[0-9_.]+[smhdkKMG]?$")
+_URL_PASSWORD = re.compile(r"://[^:/?#\[\]@\s]+:([^/?#\[\]@\s]+)@")
+_NUMBER = re.compile(r"^[+\-]?[0-9_.]+[smhdkKMG]?$")
 
 
 def name_words(name: str) -> set[str]:

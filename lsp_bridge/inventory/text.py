@@ -9,12 +9,11 @@ cannot break a report into lines that look like other entries).
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Iterable
 
-from lsp_bridge.core.record import lazy_pattern
-
 LIST_LIMIT = 8
-_CONTROL = lazy_pattern(r"[\x00-\x1f\x7f]")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 
 def one_line(text: str) -> str:

@@ -12,9 +12,8 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
-
-from lsp_bridge.core.record import dataclass
 
 if TYPE_CHECKING:
     from lsp_bridge.lsp.server import RootGuardServer

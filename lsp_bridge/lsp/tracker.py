@@ -14,6 +14,7 @@ import os
 import time
 import uuid
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from lsp_bridge.core import acknowledged
@@ -21,7 +22,6 @@ from lsp_bridge.core import status as contract
 from lsp_bridge.core.acknowledged import Acknowledgement
 from lsp_bridge.core.diagnostics import Diagnostic
 from lsp_bridge.core.paths import canonical, is_within
-from lsp_bridge.core.record import dataclass, field, replace
 from lsp_bridge.core.session import Session
 from lsp_bridge.core.union import Candidate, Union, Widening, compute_union
 from lsp_bridge.inventory.report import quiet_mount_findings, warnings_of

@@ -39,9 +39,8 @@ import os
 import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 from typing import Any
-
-from lsp_bridge.core.record import dataclass
 
 WATCH_BUDGET = 16
 INVENTORY_DEPTH = 1

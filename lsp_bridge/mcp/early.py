@@ -30,10 +30,10 @@ import select
 import stat
 import sys
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from lsp_bridge import __version__ as VERSION
-from lsp_bridge.core.record import dataclass
 from lsp_bridge.mcp.tool_list import INSTRUCTIONS, SERVER_NAME, tool_definitions
 
 MODERN_VERSIONS = ("2026-07-28",)  # what the SDK serves without a handshake (checked against it by the tests)

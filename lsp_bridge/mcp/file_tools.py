@@ -29,6 +29,7 @@ import stat
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from itertools import compress
 from typing import Any, TypeVar, cast
@@ -38,7 +39,6 @@ from lsp_bridge.core.globs import GlobError, GlobSet
 from lsp_bridge.core.hardlinks import IndexStale, no_walk
 from lsp_bridge.core.paths import canonical, is_within
 from lsp_bridge.core.policy import BatchDecision, Decision, ItemDecision, Part, Policy, Target, inspect, oracle_inside
-from lsp_bridge.core.record import dataclass
 from lsp_bridge.core.resolver import (
     Resolved,
     ResolveError,

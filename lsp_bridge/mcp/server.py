@@ -33,6 +33,7 @@ import time
 import uuid
 import warnings
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlparse
 
@@ -56,7 +57,6 @@ from lsp_bridge.approvals.service import (
     targets_of,
 )
 from lsp_bridge.core.paths import canonical, is_within, read_regular
-from lsp_bridge.core.record import dataclass
 from lsp_bridge.mcp.audit import AuditLog
 from lsp_bridge.mcp.command import NO_ROOTS
 from lsp_bridge.mcp.early import EarlyRead

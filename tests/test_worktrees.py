@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import subprocess
-import time
 from pathlib import Path
 
 import pytest
@@ -461,49 +460,18 @@ def test_an_empty_dot_git_directory_is_undecided(tmp_path):
     assert locate(str(folder)).status == "undecided"
 
 
-# --- the cache: never stale ----------------------------------------------------------
+# --- every change is seen -----------------------------------------------------------
 #
-# The cache trusts a file only once it is older than RACY_WINDOW_NS. These tests
-# shrink the window to 30 ms (any kernel's timestamp tick is shorter) and wait
-# that long after changing files, so that the next locate() really serves
-# entries from the cache; cache_info() proves it did. Each change is then made
-# right before the next locate(), which must see it.
-
-WINDOW_NS = 30_000_000
+# locate() reads the files on every call (nothing is cached: the answer decides which
+# checkouts become roots). Each change below is made right after a first locate(), and
+# the next locate() must see it.
 
 
-@pytest.fixture
-def cached(monkeypatch):
-    monkeypatch.setattr(worktrees, "RACY_WINDOW_NS", WINDOW_NS)
-    worktrees.clear_cache()
-    yield
-    worktrees.clear_cache()
-
-
-def settle() -> None:
-    """Wait until every file written so far is older than the racy window."""
-    deadline = time.time_ns() + WINDOW_NS + 1_000_000
-    while time.time_ns() < deadline:
-        time.sleep(0.005)
-
-
-def warm(folder: Path) -> worktrees.Discovery:
-    """``locate`` once to fill the cache, then again: every worktree entry must be a hit."""
-    settle()
+def settle(folder: Path) -> worktrees.Discovery:
+    """``locate`` twice: the same answer for the same files."""
     first = locate(str(folder))
-    before = worktrees.cache_info()
-    second = locate(str(folder))
-    after = worktrees.cache_info()
-    assert second == first
-    linked = len(first.location.worktrees)
-    assert (after.hits - before.hits, after.misses - before.misses) == (linked, 0)
-    return second
-
-
-def fresh(folder: Path) -> worktrees.Discovery:
-    """What ``locate`` says with an empty cache."""
-    worktrees.clear_cache()
-    return locate(str(folder))
+    assert locate(str(folder)) == first
+    return first
 
 
 def rewrite_in_place(path: Path, text: str) -> None:
@@ -517,76 +485,73 @@ def states(found: worktrees.Discovery) -> dict[str, tuple]:
     return {w.name: (w.path, w.locked, w.lock_reason, w.missing, w.prunable) for w in found.location.worktrees}
 
 
-def test_cached_answer_equals_a_fresh_one(project, cached):
-    for folder in (project["repo"], project["wt-b"] / "."):
-        assert warm(folder) == fresh(folder)
-    assert worktrees.cache_info().entries == 3
+def test_nothing_is_kept_between_calls():
+    """No cache that could decide: the module has no state to clear or count."""
+    assert not hasattr(worktrees, "clear_cache") and not hasattr(worktrees, "cache_info")
 
 
-def test_cache_follows_git_worktree_commands(project, cached, tmp_path):
+def test_git_worktree_commands_are_followed(project, tmp_path):
     repo = project["repo"]
-    warm(repo)
+    settle(repo)
     added = add_worktree(repo, tmp_path / "src" / "wt-d")
     assert str(added) in sibling_worktrees(locate(str(repo)).location)
 
-    warm(repo)
+    settle(repo)
     git(repo, "worktree", "lock", "--reason", "usb", str(project["wt-a"]))
     assert states(locate(str(repo)))["wt-a"][1:3] == (True, "usb")
 
-    warm(repo)
+    settle(repo)
     rewrite_in_place(repo / ".git" / "worktrees" / "wt-a" / "locked", "ssd")  # same size
     assert states(locate(str(repo)))["wt-a"][1:3] == (True, "ssd")
 
-    warm(repo)
+    settle(repo)
     git(repo, "worktree", "unlock", str(project["wt-a"]))
     assert states(locate(str(repo)))["wt-a"][1:3] == (False, None)
 
-    warm(repo)
+    settle(repo)
     git(repo, "worktree", "move", str(project["wt-b"]), str(tmp_path / "src" / "wt-z"))
     found = locate(str(repo))
     assert states(found)["wt-b"][0] == str(tmp_path / "src" / "wt-z")
     assert str(project["wt-b"]) not in sibling_worktrees(found.location)
 
-    warm(repo)
+    settle(repo)
     git(repo, "worktree", "remove", str(project["wt-c"]))
     assert "wt-c" not in states(locate(str(repo)))
 
-    warm(repo)
+    settle(repo)
     subprocess.run(["rm", "-rf", str(added)], check=True)
     found = locate(str(repo))
     assert states(found)["wt-d"][3:] == (True, True)
     assert str(added) not in sibling_worktrees(found.location)
-    assert found == fresh(repo)
 
 
-def test_in_place_gitdir_rewrite_of_the_same_size_is_seen(project, cached):
+def test_in_place_gitdir_rewrite_of_the_same_size_is_seen(project):
     """The admin dir now names another directory: the old checkout has no back-link any more."""
     repo, tree = project["repo"], project["wt-b"]
     decoy = tree.parent / "wt-x"  # same length as wt-b
     write_gitfile(decoy, f"gitdir: {repo / '.git' / 'worktrees' / 'wt-b'}\n")
     gitdir = repo / ".git" / "worktrees" / "wt-b" / "gitdir"
-    warm(repo)
+    settle(repo)
     before = gitdir.stat()
     rewrite_in_place(gitdir, f"{decoy / '.git'}\n")
     assert (gitdir.stat().st_ino, gitdir.stat().st_size) == (before.st_ino, before.st_size)
     found = locate(str(repo))
     assert states(found)["wt-b"][0] == str(decoy)
     assert str(tree) not in sibling_worktrees(found.location)
-    assert found == fresh(repo)
     refused = locate(str(tree))  # the old checkout's .git no longer has a back-link
     assert (refused.status, refused.diagnostics[0].code) == ("refused", "git.no-backlink")
 
 
 @pytest.mark.parametrize("target", ["home-repository", "victim-repository", "plain-home"])
-def test_hostile_gitdir_rewrite_is_refused_after_caching(project, cached, tmp_path, git_env, target):
-    """A cached, valid entry whose gitdir is then pointed at a directory that is no checkout of it."""
+def test_hostile_gitdir_rewrite_is_refused_on_the_next_call(project, tmp_path, git_env, target):
+    """A valid entry whose gitdir is then pointed at a directory that is no checkout of it."""
     victim = {
         "home-repository": lambda: make_repo(git_env),
         "victim-repository": lambda: make_repo(tmp_path / "victim"),
         "plain-home": lambda: git_env,
     }[target]()
     gitdir = project["repo"] / ".git" / "worktrees" / "wt-a" / "gitdir"
-    warm(project["repo"])
+    settle(project["repo"])
     rewrite_in_place(gitdir, f"{victim / '.git'}\n")
     found = locate(str(project["repo"]))
     siblings = sibling_worktrees(found.location)
@@ -596,14 +561,13 @@ def test_hostile_gitdir_rewrite_is_refused_after_caching(project, cached, tmp_pa
     else:  # its .git is a directory, not a back-link
         assert "wt-a" not in states(found)
         assert "git.worktree-mismatch" in [d.code for d in found.diagnostics]
-    assert found == fresh(project["repo"])
 
 
-def test_in_place_dot_git_rewrite_is_seen(project, cached):
+def test_in_place_dot_git_rewrite_is_seen(project):
     """wt-c's .git now names wt-a's admin dir (same size): left out, and refused from inside."""
     dot_git = project["wt-c"] / ".git"
-    warm(project["repo"])
-    warm(project["wt-c"])
+    settle(project["repo"])
+    settle(project["wt-c"])
     rewrite_in_place(dot_git, dot_git.read_text().replace("wt-c", "wt-a"))
     found = locate(str(project["repo"]))
     assert "wt-c" not in states(found) and str(project["wt-c"]) not in sibling_worktrees(found.location)
@@ -612,43 +576,21 @@ def test_in_place_dot_git_rewrite_is_seen(project, cached):
     assert (inside.status, inside.diagnostics[0].code) == ("refused", "git.no-backlink")
 
 
-def test_symbolic_link_swaps_on_the_worktree_path_are_seen(tmp_path, cached):
+def test_symbolic_link_swaps_on_the_worktree_path_are_seen(tmp_path):
     repo = make_repo(tmp_path / "app")
     trees = tmp_path / "trees"
     tree = add_worktree(repo, trees / "wt-a")
-    warm(repo)
+    settle(repo)
     (tmp_path / "moved").mkdir()
     trees.rename(tmp_path / "moved" / "trees")  # a parent becomes a link elsewhere
     trees.symlink_to(tmp_path / "moved" / "trees")
     found = locate(str(repo))
     assert states(found)["wt-a"][0] == str(tmp_path / "moved" / "trees" / "wt-a")
-    assert found == fresh(repo)
 
-    warm(repo)
+    settle(repo)
     real = tmp_path / "moved" / "trees"
     (real / "wt-a").rename(real / "wt-a-real")  # the worktree itself becomes a link
     (real / "wt-a").symlink_to(real / "wt-a-real")
     found = locate(str(repo))
     assert states(found)["wt-a"][0] == str(real / "wt-a-real")
-    assert found == fresh(repo)
     assert str(tree) not in sibling_worktrees(found.location)
-
-
-def test_a_rewrite_within_the_racy_window_is_seen(project):
-    """Default window: files just written are never trusted, so a same-tick rewrite cannot hide."""
-    worktrees.clear_cache()
-    repo, tree = project["repo"], project["wt-b"]
-    decoy = write_gitfile(tree.parent / "wt-x", f"gitdir: {repo / '.git' / 'worktrees' / 'wt-b'}\n").parent
-    gitdir = repo / ".git" / "worktrees" / "wt-b" / "gitdir"
-    locate(str(repo))
-    rewrite_in_place(gitdir, f"{decoy / '.git'}\n")
-    assert states(locate(str(repo)))["wt-b"][0] == str(decoy)
-    assert worktrees.cache_info().hits == 0
-
-
-def test_clear_cache_forgets_everything(shared, cached):
-    warm(shared["repo"])
-    worktrees.clear_cache()
-    assert worktrees.cache_info() == (0, 0, 0)
-    locate(str(shared["repo"]))
-    assert worktrees.cache_info() == (0, 3, 3)

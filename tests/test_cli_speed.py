@@ -17,7 +17,6 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from lsp_bridge.core import userdirs
 from lsp_bridge.inventory.mounts import reconcile, workspace_packages
 from tests.conftest import make_repo
 
@@ -82,19 +81,6 @@ def test_short_commands_import_nothing_heavy(shop: Path, tmp_path: Path, command
     assert not loaded & set(HEAVY), sorted(loaded & set(HEAVY))
     if command in ("roots", "check"):  # the plain spelling: read without argparse (main.plain_arguments)
         assert "argparse" not in loaded and "gettext" not in loaded
-    if command in ("roots", "check"):  # no glob rule to compile, no file to parse, no cache to find, no regex
-        unused = {"pathspec", "bracex", "tomllib", "platformdirs", "shutil", "json", "subprocess", "re", "enum"}
-        assert not loaded & unused, sorted(loaded & unused)
-
-
-def test_roots_reads_a_tsconfig_chain_without_json_or_re(shop: Path, tmp_path: Path):
-    """``tsconfig`` files are read by ``core/json_read.py`` (the stdlib's C scanner): importing ``json``
-    would bring ``re`` and ``enum``, a quarter of the command's time."""
-    (shop / "tsconfig.base.json").write_text('{\n  // shared\n  "compilerOptions": {"types": ["node"],},\n}\n')
-    (shop / "tsconfig.json").write_text('{"extends": "./tsconfig.base.json", "include": ["packages"]}\n')
-    (shop / "tsconfig.build.json").write_text('{"extends": "./tsconfig.json"}\n')
-    loaded = modules_after(["roots", str(shop)], _env(tmp_path))
-    assert not loaded & {"json", "re", "enum"}, sorted(loaded & {"json", "re", "enum"})
 
 
 def test_roots_reads_links_from_the_workspace_layout_and_mounts_walks(shop: Path, tmp_path: Path):
@@ -142,31 +128,6 @@ def test_workspace_packages_follow_the_manifest(tmp_path: Path, files: dict[str,
         (tmp_path / name).write_text(text)
     found = workspace_packages(str(tmp_path), [10_000])
     assert sorted(os.path.relpath(p, tmp_path) for p in found) == sorted(expected)
-
-
-@pytest.mark.parametrize("env", [
-    {},
-    {"XDG_CONFIG_HOME": "/srv/cfg", "XDG_CACHE_HOME": "/srv/cache", "XDG_STATE_HOME": "/srv/state"},
-    {"XDG_CONFIG_HOME": "relative/cfg", "XDG_CACHE_HOME": "", "XDG_STATE_HOME": "relative"},
-    {"HOME": "/"},
-    {"HOME": "<tmp>/"},  # an absolute home ending in a slash (the test's temporary directory)
-    {"HOME": "relative-home"},
-    {"HOME": None},
-])
-def test_user_directories_are_platformdirs_answers(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
-                                                  env: dict[str, str | None]):
-    import platformdirs
-
-    for name in ("XDG_CONFIG_HOME", "XDG_CACHE_HOME", "XDG_STATE_HOME"):
-        monkeypatch.delenv(name, raising=False)
-    for name, value in env.items():
-        if value is None:
-            monkeypatch.delenv(name, raising=False)
-        else:
-            monkeypatch.setenv(name, value.replace("<tmp>", str(tmp_path)))
-    assert userdirs.user_config_dir() == platformdirs.user_config_dir("rootguard")
-    assert userdirs.user_cache_dir() == platformdirs.user_cache_dir("rootguard")
-    assert userdirs.user_state_dir() == platformdirs.user_state_dir("rootguard")
 
 
 @pytest.mark.parametrize("argv", [

@@ -457,10 +457,6 @@ def test_importing_is_cheap_and_warm_up_loads_the_detectors(tmp_path):
     assert cache.exists()
     second = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
     assert second == ["False", "False", "False", "3", "True"]  # the JWT line needed its plugin
-    compiled = cache.parent / "regex-code.json"  # the patterns' compiled code, read back in the second run
-    assert compiled.exists()
-    compiled.write_text(compiled.read_text().replace('"', "'"))  # damaged: compiled afresh, same count
-    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split() == second
     cache.write_text("{not json")  # a damaged cache is not trusted: the plugins are imported again
     third = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
     assert third == first

@@ -1,6 +1,6 @@
 """Root Guard's own kept files: a FIFO or junk in their place costs speed, never an answer or a hang.
 
-The cache directory (kept scans, git history answers, compiled patterns, glob translations)
+The cache directory (kept scans, git history answers, detect-secrets patterns)
 and the state directory (acknowledgements, the tray's history) are protected targets, but a
 process running as the user can still put anything there. Each test runs the real command
 (or the reading code in a real process) with a timeout: a blocking ``open`` of a FIFO would
@@ -19,7 +19,7 @@ from lsp_bridge.inventory import scan_store
 from tests.conftest import make_repo
 
 REPO = Path(__file__).resolve().parents[1]
-CACHE_FILES = ("glob-regex.json", "regex-code.json", "git-history.json", "detect-secrets-patterns.json")
+CACHE_FILES = ("git-history.json", "detect-secrets-patterns.json")
 CONFIG = 'version = 2\n[[paths]]\nid = "env"\npath = "/"\npolicies = { read = "deny" }\nincludes = ["**/.env"]\n'
 
 

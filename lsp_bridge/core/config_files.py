@@ -37,9 +37,9 @@ def user_config_path(env: Mapping[str, str] = os.environ) -> str:
         if not os.path.isabs(expanded):
             raise ValueError(f"{ENV_CONFIG} must be an absolute path, got {_shown(override)}")
         return os.path.normpath(expanded)
-    from lsp_bridge.core.userdirs import user_config_dir  # platformdirs' answer, without its import on Linux
+    import platformdirs
 
-    return os.path.join(user_config_dir(), "config.toml")
+    return os.path.join(platformdirs.user_config_dir("rootguard"), "config.toml")
 
 
 def _search_dirs(start: str) -> list[str]:

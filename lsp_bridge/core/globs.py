@@ -30,13 +30,10 @@ alternative (``{a}``). Bash-style ranges (``{1..3}``) expand like alternatives.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
-
-from lsp_bridge.core.glob_cache import translations
-
-if TYPE_CHECKING:
-    import re  # at run time only where a rule's glob compiles: a command without globs never imports it
+from functools import lru_cache
+from typing import Any
 
 MAX_ALTERNATIVES = 256
 _GLOB_CHARS = "*?[{"
@@ -126,11 +123,8 @@ def expand(pattern: str) -> list[str]:
 
 def check_pattern(pattern: str) -> None:
     """Raise ``GlobError`` unless every alternative compiles to a matcher."""
-    try:
-        for alt in expand(pattern):
-            _compile_alternative(alt)
-    finally:
-        translations().save()
+    for alt in expand(pattern):
+        _compile_alternative(alt)
 
 
 def literal_prefix(alternative: str) -> int:
@@ -153,18 +147,31 @@ def _compile_alternative(alt: str) -> list[re.Pattern[str]]:
         head = head[: -len("/**")]
     if head != alt and head not in ("", "/", "**"):
         forms.append(head if head.startswith(("/", "**/")) or "/" in head else "/" + head)
-    kept = translations()  # pathspec's answers, kept between runs (core/glob_cache.py)
     for form in forms:
-        include, regex = kept.translate(form)
+        include, regex = _translate(form)
         if include is None or regex is None:
             raise GlobError("it matches nothing")
         if form == "**" or form == "/**":
-            import re
-
             regexes.append(re.compile(r"."))
         else:
             regexes.append(regex)
     return regexes
+
+
+def _wildmatch() -> Any:
+    """pathspec's gitignore pattern class (imported with the first glob: a command without globs never loads it)."""
+    try:  # pathspec >= 1.0 renamed the gitwildmatch pattern class
+        from pathspec.patterns.gitignore.spec import GitIgnoreSpecPattern
+    except ImportError:  # pragma: no cover - pathspec 0.12
+        from pathspec.patterns import GitWildMatchPattern as GitIgnoreSpecPattern
+    return GitIgnoreSpecPattern
+
+
+@lru_cache(maxsize=4096)
+def _translate(form: str) -> tuple[bool | None, re.Pattern[str] | None]:
+    """``(include, regex)`` as pathspec's pattern gives them for one form (memoized: a pure function of the text)."""
+    pattern = _wildmatch()(form)
+    return pattern.include, pattern.regex
 
 
 @dataclass(frozen=True)
@@ -179,10 +186,7 @@ class Alternative:
 
 def compile_pattern(pattern: str) -> tuple[Alternative, ...]:
     """Compile one pattern (raises ``GlobError``), longest literal prefix first."""
-    try:
-        alts = [Alternative(a, literal_prefix(a), tuple(_compile_alternative(a))) for a in expand(pattern)]
-    finally:
-        translations().save()
+    alts = [Alternative(a, literal_prefix(a), tuple(_compile_alternative(a))) for a in expand(pattern)]
     return tuple(sorted(alts, key=lambda a: -a.literal))
 
 

@@ -32,7 +32,6 @@ rule on that very path (a persistent "always" grant is one).
 from __future__ import annotations
 
 import os
-import sys
 from dataclasses import dataclass
 
 from lsp_bridge.core.paths import fold, is_within
@@ -63,22 +62,18 @@ class ProtectedAreas:
 
 def default_areas(user_file: str | None) -> ProtectedAreas:
     """The user configuration directory, ``ROOTGUARD_CONFIG``'s file, the state and the cache directory."""
-    from lsp_bridge.core.userdirs import user_cache_dir, user_config_dir, user_state_dir  # platformdirs', lighter
+    import platformdirs
 
-    config_dir = os.path.realpath(user_config_dir())
-    state_dir = os.path.realpath(user_state_dir())
-    cache_dir = os.path.realpath(user_cache_dir())
+    config_dir = os.path.realpath(platformdirs.user_config_dir("rootguard"))
+    state_dir = os.path.realpath(platformdirs.user_state_dir("rootguard"))
+    cache_dir = os.path.realpath(platformdirs.user_cache_dir("rootguard"))
     return ProtectedAreas(fold(config_dir), fold(user_file) if user_file else None, fold(state_dir),
                           cache_dir=fold(cache_dir), runtime_dir=fold(os.path.realpath(runtime_dir())),
                           agent_homes=agent_homes())
 
 
 def runtime_dir() -> str:
-    """``platformdirs.user_runtime_dir("rootguard")``: ``$XDG_RUNTIME_DIR/rootguard`` on Linux
-    when set (platformdirs' own answer there), else platformdirs is asked."""
-    xdg = os.environ.get("XDG_RUNTIME_DIR", "")
-    if sys.platform == "linux" and xdg.startswith("/"):
-        return os.path.join(xdg, "rootguard")
+    """``platformdirs.user_runtime_dir("rootguard")``."""
     import warnings
 
     import platformdirs

@@ -277,10 +277,10 @@ def _read_small(path: str, limit: int = 4096) -> bytes:
 
 
 def _store_path() -> str | None:
-    from lsp_bridge.core.userdirs import user_cache_dir
+    import platformdirs
 
     try:
-        return os.path.join(user_cache_dir(), "git-history.json")
+        return os.path.join(platformdirs.user_cache_dir("rootguard"), "git-history.json")
     except (ImportError, RuntimeError):
         return None
 

@@ -99,10 +99,10 @@ def store_file(top: str) -> str | None:
     lists afresh): a cost, never a wrong answer. (``hashlib`` would take 15 ms to import.)"""
     from binascii import crc32
 
-    from lsp_bridge.core.userdirs import user_cache_dir
+    import platformdirs
 
     try:
-        base = user_cache_dir()
+        base = platformdirs.user_cache_dir("rootguard")
     except (ImportError, RuntimeError):
         return None
     name = "".join(c if c.isalnum() or c in "-_." else "_" for c in os.path.basename(top)[:40]) or "root"

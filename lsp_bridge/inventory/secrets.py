@@ -152,8 +152,7 @@ def _detect_secrets_plugins():
 # never uses. What counting uses is each regex plugin's ``denylist``. After the first import,
 # the patterns are kept in the user's cache directory, keyed by the size and modification time
 # of every file of the installed plugins package (an upgrade or an edit invalidates it), and
-# later processes compile them without importing anything (from the compiled code
-# ``core.regex_cache`` keeps, when it has it). A plugin with its own
+# later processes compile them without importing anything. A plugin with its own
 # ``analyze_string`` (the JWT one validates what its regex found) is run for real, imported
 # only when its regex finds something on a line: the answer is always the plugin's.
 
@@ -182,19 +181,16 @@ def _plugins_signature() -> list | None:
 
 
 def _cache_path() -> str | None:
-    from lsp_bridge.core.userdirs import user_cache_dir  # platformdirs' answer, without its import on Linux
+    import platformdirs
 
     try:
-        return os.path.join(user_cache_dir(), "detect-secrets-patterns.json")
+        return os.path.join(platformdirs.user_cache_dir("rootguard"), "detect-secrets-patterns.json")
     except ImportError:  # pragma: no cover - platformdirs is a dependency
         return None
 
 
 def _cached_detectors() -> tuple | None:
     """The detectors from the validated pattern cache, or None (no cache, stale, unreadable)."""
-
-    from lsp_bridge.core.regex_cache import regex_cache
-
     path = _cache_path()
     if path is None:
         return None
@@ -202,15 +198,13 @@ def _cached_detectors() -> tuple | None:
         data = read_cache(path)
         if not isinstance(data, dict) or data.get("signature") != _plugins_signature():
             return None
-        compiled = regex_cache()
         detectors: list = []
         for item in data["detectors"]:
-            patterns = tuple(compiled.compile(text, flags) for text, flags in item["patterns"])
+            patterns = tuple(re.compile(text, flags) for text, flags in item["patterns"])
             if item["plain"]:
                 detectors.append(_CachedRegexDetector(patterns))
             else:
                 detectors.append(_DeferredDetector(item["module"], item["class"], patterns))
-        compiled.save()
         return tuple(detectors) if detectors else None
     except (OSError, ValueError, KeyError, TypeError, RecursionError, re.error):
         return None

@@ -15,17 +15,18 @@ import os
 from collections.abc import Iterable, Sequence
 from contextlib import contextmanager
 
+import platformdirs
+
 from lsp_bridge.core import acknowledged
 from lsp_bridge.core.acknowledged import Acknowledgement
 from lsp_bridge.core.paths import read_regular
-from lsp_bridge.core.userdirs import user_state_dir  # platformdirs' answer without its imports (start-up)
 
 log = logging.getLogger("rootguard.lsp.acknowledged")
 FILE_NAME = "acknowledged.json"
 
 
 def store_path() -> str:
-    return os.path.join(user_state_dir(), FILE_NAME)
+    return os.path.join(platformdirs.user_state_dir("rootguard"), FILE_NAME)
 
 
 MAX_BYTES = 16 << 20
@@ -113,7 +114,7 @@ def write_report(session: str, text: str) -> str:
     """The widening report as a file a client can open (``window/showDocument``)."""
     from lsp_bridge.core.atomic import atomic_write
 
-    directory = os.path.join(user_state_dir(), "reports")
+    directory = os.path.join(platformdirs.user_state_dir("rootguard"), "reports")
     path = os.path.join(directory, f"widening-{session}.txt")
     atomic_write(path, text + "\n", dir_mode=0o700)
     return path

@@ -50,7 +50,6 @@ def _import_what_a_widening_scans_with() -> None:
     too (both hold the interpreter in turn), and its warning came ~10 ms later
     (bench_lsp.py, "added right at start-up"). detect-secrets' detectors come from
     the pattern caches in the warm-up, after the first status."""
-    import lsp_bridge.core.regex_cache
     import lsp_bridge.inventory.ci
     import lsp_bridge.inventory.history
     import lsp_bridge.inventory.scan

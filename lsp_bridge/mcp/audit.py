@@ -55,9 +55,9 @@ class AuditError(OSError):
 
 def audit_path() -> str:
     """``<user state dir>/rootguard/audit.jsonl`` (XDG_STATE_HOME on Linux)."""
-    from lsp_bridge.core.userdirs import user_state_dir
+    import platformdirs
 
-    return os.path.join(user_state_dir(), FILE_NAME)
+    return os.path.join(platformdirs.user_state_dir("rootguard"), FILE_NAME)
 
 
 @functools.lru_cache(maxsize=256)

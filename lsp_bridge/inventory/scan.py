@@ -2,9 +2,9 @@
 
 Files are the regular files under the union, links not followed. ``.git``
 directories and package-manager stores are reported on their own lines and
-not counted. ``InventoryCache`` scans each directory once and keeps per-directory
-counts and small lists (never per-file objects); a file watcher keeps it current
-with ``file_changed``, which rescans one directory and adjusts its ancestors.
+not counted. The walk is ``tree`` (``ScannedTree``: each directory listed once,
+kept as counts and small lists); ``InventoryCache`` adds what a union exposes
+and the git histories, and a file watcher keeps it current with ``file_changed``.
 
 The report model is ``model``; git discovery and history are ``history``
 (discovery through ``core.worktrees``, the one validated ``.git`` reader); CI
@@ -17,17 +17,12 @@ names of deleted files and CI identities (which are not secrets) only.
 from __future__ import annotations
 
 import os
-import re
 import stat
 import threading
-import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 
-from lsp_bridge.core.change_key import key_of, stable_key, unchanged
-from lsp_bridge.core.filesystems import pseudo_mounts
 from lsp_bridge.core.paths import is_within
-from lsp_bridge.inventory.ci import read_identities
 from lsp_bridge.inventory.history import (
     _History,
     common_dir_of,
@@ -35,60 +30,11 @@ from lsp_bridge.inventory.history import (
     enclosing_checkout,
     git_key,
 )
-from lsp_bridge.inventory.model import CiIdentity, CiRoles, CredentialFile, GitDir, InventoryReport, Store
-from lsp_bridge.inventory.scan_store import ScanStore, plain_names
-from lsp_bridge.inventory.secrets import (
-    CREDENTIAL_NAME_PATTERN,
-    CREDENTIAL_NAME_STARTS,
-    CREDENTIAL_PARENTS,
-    count_credentials,
-    dotted_hint,
-    is_credential_name,
-    load_detectors,
-)
+from lsp_bridge.inventory.model import CiRoles, CredentialFile, GitDir, InventoryReport, Store
+from lsp_bridge.inventory.secrets import count_credentials, is_credential_name, load_detectors
+from lsp_bridge.inventory.tree import DIR, STORE, Progress, ScannedTree
 
 __all__ = ["InventoryCache", "InventoryReport", "inventory", "warm_up"]
-
-Progress = Callable[[str], None]
-
-MANIFESTS = frozenset({"package.json", "pyproject.toml", "Cargo.toml", "go.mod"})
-_DIR, _GIT, _STORE = 0, 1, 2
-_CI_FILES = frozenset({".gitlab-ci.yml", ".gitlab-ci.yaml"})
-_SPECIAL_NAMES = frozenset({".git", ".pnpm", ".pnpm-store", "node_modules", "cache", "unplugged"})
-_INTERESTING_DIRS = CREDENTIAL_PARENTS | {"workflows"}
-# Interesting names in a NUL-joined directory listing ("\x00a\x00b..."): a cheap
-# hint first (``_worth_a_look``), the exact pattern only on listings that hit.
-# Compiled at the first listing: a run whose directories are all kept lists none.
-_DOTTED_HINT = re.compile(dotted_hint(("mod",)))  # go.mod; other manifests: json/toml
-_DOTLESS_HINTS = tuple("\x00" + start for start in CREDENTIAL_NAME_STARTS)
-_INTERESTING = re.compile(
-    r"(?<![^\x00])(?:\.git|package\.json|pyproject\.toml|Cargo\.toml|go\.mod"
-    r"|\.gitlab-ci\.ya?ml|" + CREDENTIAL_NAME_PATTERN + r")(?![^\x00])"
-)
-
-
-# ---------------------------------------------------------------- the cache
-
-
-class _Dir:
-    """One scanned directory. Normal ones count their files; special ones are leaves."""
-
-    __slots__ = ("kind", "files", "total", "subdirs", "creds", "roles", "manifest",
-                 "gitlink", "dirty", "kept")
-
-    def __init__(self, kind: int = _DIR) -> None:
-        self.kind = kind
-        self.files = 0  # regular files directly here (a store: in its whole subtree)
-        self.total = 0  # counted files in the subtree (0 for .git and stores)
-        self.subdirs: tuple[str, ...] = ()
-        self.creds: tuple[tuple, ...] = ()  # (name, count, *_stat_key): every credential-named file
-        self.roles: tuple[tuple, ...] = ()  # (name, (identities, capped), *_stat_key): every CI file
-        self.manifest = False
-        self.gitlink = False  # a ``.git`` file: a linked worktree or submodule
-        self.dirty = False
-        # What lets the next run skip this listing (``scan_store``): a directory's stable key,
-        # a package store's ``[[relative directory, *key], ...]``; None: listed again next time.
-        self.kept: tuple | list | None = None
 
 
 @dataclass
@@ -104,8 +50,8 @@ class _Exposure:
     errors: list[str] = field(default_factory=list)
 
 
-class InventoryCache:
-    """Per-directory counts for every directory scanned, kept current by ``file_changed``.
+class InventoryCache(ScannedTree):
+    """What a union exposes, from a ``ScannedTree`` kept current by ``file_changed``.
 
     ``dirs_scanned`` counts directory listings made so far (tests and benches
     use it to show that an update did not rescan the tree). Methods may be
@@ -120,28 +66,17 @@ class InventoryCache:
         answers while every ref is unchanged (``history.refs_digest``), and a directory's scan while
         its stat is (``scan_store``; ``save_scans`` writes them). False lists every directory and
         reads the history afresh each time a ref moves."""
-        self.persistent = persistent
         self._lock = threading.RLock()
         self._queue_lock = threading.Lock()  # held for a moment only, never during a scan
         self._queued: dict[str, None] = {}
         self._flush_due = False
-        self.dirs_scanned = 0
-        self.dirs_kept = 0  # directories (and package stores) taken from a kept scan, not listed
-        self._clear()
+        super().__init__(persistent=persistent)
 
     def _clear(self) -> None:
-        self._dirs: dict[str, _Dir] = {}
-        self._cred_dirs: set[str] = set()
-        self._manifest_dirs: set[str] = set()
-        self._role_dirs: set[str] = set()
-        self._gitlink_dirs: set[str] = set()
-        self._specials: set[str] = set()
+        super()._clear()
         self._histories: dict[str, _History] = {}
         self._git_sizes: dict[str, tuple[tuple, int]] = {}  # common dir -> (key, bytes)
         self._git_size_stale: set[str] = set()
-        self._errors: dict[str, str] = {}
-        self._stores: dict[str, ScanStore] = {}  # root -> its kept scans, to save when changed
-        self._pseudo: dict[str, str] | None = None  # mount point -> type of /proc, /sys, /dev...: never walked
 
     # ------------------------------------------------------------ public API
 
@@ -249,333 +184,6 @@ class InventoryCache:
                                - self._exposure(tuple(o for o in old if is_within(o, root))).files) for root in added),
         )
 
-    def _file_changed(self, path: str) -> None:
-        node = path
-        while node not in self._dirs:
-            parent = os.path.dirname(node)
-            if parent == node:
-                return  # not under anything scanned
-            node = parent
-        entry = self._dirs[node]
-        if entry.kind == _DIR:
-            self._rescan(node)
-        elif node == path and not os.path.lexists(path) and os.path.dirname(path) in self._dirs:
-            self._rescan(os.path.dirname(path))  # a .git directory or store went away
-        else:
-            entry.dirty = True  # recounted at the next report
-
-    # ------------------------------------------------------------ scanning
-
-    def _ensure(self, root: str, progress: Progress | None) -> None:
-        if root in self._dirs:
-            return
-        try:
-            info = os.lstat(root)
-        except OSError:
-            return
-        if not stat.S_ISDIR(info.st_mode):
-            return
-        kind = _kind_of_path(root)
-        if progress:
-            progress(f"scanning {root}")
-        if kind == _DIR:
-            if self._pseudo is None:
-                self._pseudo = pseudo_mounts()
-            store = None
-            if self.persistent:
-                store = self._stores.get(root)
-                if store is None:
-                    store = self._stores[root] = ScanStore.for_root(root)
-            self._scan_tree(root, store)
-        else:
-            self._add_special(root, kind)
-
-    def _scan_tree(self, top: str, store: ScanStore | None = None) -> None:
-        """Scan ``top`` and every directory below it not already cached (nor kept in ``store``
-        with its directory unchanged)."""
-        dirs = self._dirs
-        links: list[tuple[_Dir, _Dir]] = []  # (child, parent), parents listed first
-        stack: list[tuple[str, _Dir | None]] = [(top, None)]
-        persistent = self.persistent
-        now = time.time_ns()  # before every lstat of the walk: ``stable_key``'s "read at"
-        while stack:
-            path, parent = stack.pop()
-            entry, key = None, None
-            if persistent:
-                try:
-                    info = os.lstat(path)
-                except OSError:
-                    pass  # the listing says why
-                else:
-                    entry = self._from_store(path, info, store) if store is not None else None
-                    key = stable_key(info, now) if entry is None else None
-            if entry is None:
-                entry = self._scan_dir(path, None, key)
-                if store is not None and key is not None:
-                    store.changed = True
-            self._store(path, entry)
-            if parent is not None:
-                links.append((entry, parent))
-            prefix = path if path.endswith(os.sep) else path + os.sep
-            for name in entry.subdirs:
-                child = prefix + name
-                cached = dirs.get(child)
-                if cached is not None:
-                    entry.total += cached.total  # reuse a subtree scanned before
-                elif name in _SPECIAL_NAMES and (kind := _child_kind(path, name)) != _DIR:
-                    self._add_special(child, kind, store)
-                elif self._pseudo and child in self._pseudo:
-                    self._errors[child] = f"{child}: a {self._pseudo[child]} pseudo file system, not walked"
-                else:
-                    stack.append((child, entry))
-        # Children were listed after their parents: add each total to its parent.
-        for entry, parent in reversed(links):
-            parent.total += entry.total
-
-    def _scan_dir(self, path: str, old: _Dir | None, key: tuple | None) -> _Dir:
-        """List one directory: its file count, interesting files and subdirectories. ``key``:
-        its ``change_key.stable_key`` read before the listing (None: never kept)."""
-        entry = _Dir()
-        entry.kept = key
-        self.dirs_scanned += 1
-        try:
-            with os.scandir(path) as listing:
-                items = list(listing)
-            # d_type answers both questions without a stat; most entries are files.
-            names = [item.name for item in items if item.is_file(follow_symlinks=False)]
-            if len(names) < len(items):
-                entry.subdirs = tuple([item.name for item in items
-                                       if item.is_dir(follow_symlinks=False)])
-            if self._errors:
-                self._errors.pop(path, None)
-        except OSError as error:
-            self._errors[path] = f"{path}: {error.strerror or type(error).__name__}"
-            return entry
-        entry.files = entry.total = len(names)
-        if names:
-            joined = "\x00" + "\x00".join(names)
-            found = _INTERESTING.findall(joined) if _worth_a_look(joined) else []
-            dir_name = path.rpartition(os.sep)[2]
-            if found or dir_name in _INTERESTING_DIRS:
-                self._read_interesting(path, dir_name, entry, names, found, old)
-        return entry
-
-    def _read_interesting(self, path: str, dir_name: str, entry: _Dir, names: list[str],
-                          found: list[str], old: _Dir | None) -> None:
-        """Note the manifest, the ``.git`` file, credential counts and CI roles."""
-        if dir_name in CREDENTIAL_PARENTS:
-            found += [n for n in names if is_credential_name(n, dir_name)]
-        workflows = dir_name == "workflows" and os.path.basename(os.path.dirname(path)) == ".github"
-        if workflows:
-            found += [n for n in names if n.endswith((".yml", ".yaml"))]
-        creds, roles = [], []
-        old_creds = {c[0]: c for c in old.creds} if old else {}
-        old_roles = {r[0]: r for r in old.roles} if old else {}
-        for name in dict.fromkeys(found):
-            if name == ".git":
-                entry.gitlink = True
-                entry.files -= 1
-                entry.total -= 1
-            elif name in MANIFESTS:
-                entry.manifest = True
-            elif name in _CI_FILES or (workflows and name.endswith((".yml", ".yaml"))):
-                roles.append(_reuse(old_roles.get(name), path, name, read_identities))
-            elif is_credential_name(name, dir_name):
-                creds.append(_reuse(old_creds.get(name), path, name, count_credentials))
-        entry.creds = tuple(creds)
-        entry.roles = tuple(roles)
-
-    def _from_store(self, path: str, info: os.stat_result, store: ScanStore) -> _Dir | None:
-        """The directory as ``store`` kept it when ``info`` (its ``lstat`` now) still has the kept
-        key, its credential and CI files read again if they changed; else None."""
-        record = store.record(path, info)
-        if record is None:
-            return None
-        try:
-            *key, files, subdirs, flags, creds, roles = record
-            entry = _Dir()
-            entry.files = entry.total = files
-            entry.subdirs = tuple(subdirs)
-            if creds:
-                kept_creds = [_kept_credential(c) for c in creds]
-                entry.creds = tuple(_reuse(c, path, c[0], count_credentials) for c in kept_creds)
-                if any(new is not old for new, old in zip(entry.creds, kept_creds, strict=True)):
-                    store.changed = True  # a file read again: keep its new key
-            if roles:
-                kept_roles = [_kept_roles(r) for r in roles]
-                entry.roles = tuple(_reuse(r, path, r[0], read_identities) for r in kept_roles)
-                if any(new is not old for new, old in zip(entry.roles, kept_roles, strict=True)):
-                    store.changed = True
-        except (TypeError, ValueError, IndexError):
-            return None  # not what ``_kept_under`` writes
-        if not (type(files) is int and files >= 0 and type(flags) is int and plain_names(subdirs)
-                and type(creds) is list and type(roles) is list):
-            return None
-        entry.kept = tuple(key)
-        entry.manifest, entry.gitlink = bool(flags & 1), bool(flags & 2)
-        if self._errors:
-            self._errors.pop(path, None)
-        self.dirs_kept += 1
-        return entry
-
-    def _kept_under(self, store: ScanStore) -> tuple[dict[str, list], dict[str, list]]:
-        """The records ``store`` keeps for what is cached below its root: directories whose key
-        was stable when listed, and package stores whose every directory's was."""
-        records: dict[str, list] = {}
-        counts: dict[str, list] = {}
-        top = store.top
-        prefix = top if top.endswith(os.sep) else top + os.sep
-        cut = len(prefix)
-        for path, entry in self._dirs.items():
-            if entry.kept is None or not (path.startswith(prefix) or path == top):
-                continue
-            relative = path[cut:] if path != top else ""
-            if entry.kind == _DIR:
-                creds = [list(c) for c in entry.creds] if entry.creds else []
-                roles = [[name, [[i.cloud, i.kind, i.value] for i in found[0]], found[1], *key]
-                         for name, found, *key in entry.roles] if entry.roles else []
-                records[relative] = [*entry.kept, entry.files, list(entry.subdirs),
-                                     entry.manifest | entry.gitlink << 1, creds, roles]
-            elif entry.kind == _STORE:
-                counts[relative] = [entry.files, entry.kept]
-        return records, counts
-
-    def _add_special(self, path: str, kind: int, store: ScanStore | None = None) -> None:
-        entry = _Dir(kind)
-        if kind == _STORE:
-            kept = self._kept_count(path, store) if store is not None else None
-            if kept is not None:
-                entry.files, entry.kept = kept
-                self.dirs_kept += 1
-            else:
-                entry.files, entry.kept = self._count_files(path)
-                if store is not None and entry.kept is not None:
-                    store.changed = True
-        self._store(path, entry)
-
-    def _kept_count(self, top: str, store: ScanStore) -> tuple[int, list] | None:
-        """(files, directories' keys) of the package store ``top`` as ``store`` kept it, when no
-        directory in it changed since (each has its key: the root's lists the others)."""
-        record = store.counts.get(store.relative(top))
-        if not (type(record) is list and len(record) == 2 and type(record[0]) is int and type(record[1]) is list):
-            return None
-        files, keys = record
-        prefix = top if top.endswith(os.sep) else top + os.sep
-        rooted = False
-        for item in keys:
-            if not (type(item) is list and len(item) == 5 and type(item[0]) is str):
-                return None
-            relative = item[0]
-            if relative and not plain_names(relative.split(os.sep)):
-                return None
-            rooted = rooted or not relative
-            try:
-                info = os.lstat(prefix + relative if relative else top)
-            except OSError:
-                return None
-            if not unchanged(item[1:], info):
-                return None
-        return (files, keys) if rooted else None
-
-    def _count_files(self, top: str) -> tuple[int, list | None]:
-        """Regular files in ``top``'s subtree (a package store), and each directory's stable key
-        (``[relative path, *key]``, None when one is not stable or the cache is not persistent)."""
-        count = 0
-        stack = [top]
-        keys: list | None = [] if self.persistent else None
-        start = len(top) + (not top.endswith(os.sep))
-        now = time.time_ns()
-        while stack:
-            path = stack.pop()
-            self.dirs_scanned += 1
-            if keys is not None:
-                key = key_of(path, now)
-                if key is None:
-                    keys = None
-                else:
-                    keys.append([path[start:], *key])
-            try:
-                with os.scandir(path) as listing:
-                    items = list(listing)
-                files = len([item for item in items if item.is_file(follow_symlinks=False)])
-                if files < len(items):
-                    stack += [item.path for item in items if item.is_dir(follow_symlinks=False)]
-            except OSError:
-                keys = None  # not kept: an unreadable directory is read again next time
-                continue
-            count += files
-        return count, keys
-
-    def _rescan(self, path: str) -> None:
-        """Relist one directory; scan new subdirectories, drop vanished ones, fix ancestors."""
-        old = self._dirs[path]
-        if not os.path.isdir(path) or os.path.islink(path):
-            parent = os.path.dirname(path)
-            if parent in self._dirs and parent != path:
-                self._rescan(parent)
-            else:
-                self._forget_tree(path)
-            return
-        entry = self._scan_dir(path, old, key_of(path) if self.persistent else None)
-        for gone in set(old.subdirs) - set(entry.subdirs):
-            self._forget_tree(os.path.join(path, gone))
-        for name in entry.subdirs:
-            child = os.path.join(path, name)
-            if child not in self._dirs:
-                kind = _child_kind(path, name)
-                if kind == _DIR:
-                    self._scan_tree(child)
-                else:
-                    self._add_special(child, kind)
-        self._store(path, entry)
-        delta = self._retotal(path) - old.total
-        parent = os.path.dirname(path)
-        while delta and parent in self._dirs and parent != path:
-            self._dirs[parent].total += delta
-            path, parent = parent, os.path.dirname(parent)
-
-    def _retotal(self, path: str) -> int:
-        entry = self._dirs[path]
-        total = entry.files
-        for name in entry.subdirs:
-            child = self._dirs.get(os.path.join(path, name))
-            if child is not None:
-                total += child.total
-        entry.total = total
-        return total
-
-    def _store(self, path: str, entry: _Dir) -> None:
-        replaced = self._dirs.get(path)
-        self._dirs[path] = entry
-        if replaced is None and not (entry.creds or entry.manifest or entry.roles
-                                     or entry.gitlink or entry.kind != _DIR):
-            return
-        for index, present in ((self._cred_dirs, bool(entry.creds)),
-                               (self._manifest_dirs, entry.manifest),
-                               (self._role_dirs, bool(entry.roles)),
-                               (self._gitlink_dirs, entry.gitlink),
-                               (self._specials, entry.kind != _DIR)):
-            if present:
-                index.add(path)
-            else:
-                index.discard(path)
-
-    def _forget(self, path: str) -> None:
-        self._dirs.pop(path, None)
-        for index in (self._cred_dirs, self._manifest_dirs, self._role_dirs,
-                      self._gitlink_dirs, self._specials):
-            index.discard(path)
-
-    def _forget_tree(self, path: str) -> None:
-        stack = [path]
-        while stack:
-            current = stack.pop()
-            entry = self._dirs.get(current)
-            if entry is None:
-                continue
-            stack.extend(os.path.join(current, name) for name in entry.subdirs)
-            self._forget(current)
-
     # ------------------------------------------------------------ exposure
 
     def _exposure(self, union: tuple[str, ...]) -> _Exposure:
@@ -584,7 +192,7 @@ class InventoryCache:
             entry = self._dirs.get(root)
             if entry is None:
                 self._expose_non_directory(root, seen)
-            elif entry.kind == _DIR:
+            elif entry.kind == DIR:
                 seen.files += entry.total
 
         def inside(paths: Iterable[str]) -> list[str]:
@@ -625,7 +233,7 @@ class InventoryCache:
 
     def _expose_special(self, path: str, seen: _Exposure) -> None:
         entry = self._dirs[path]
-        if entry.kind == _STORE:
+        if entry.kind == STORE:
             if entry.dirty:
                 entry.files, entry.kept = self._count_files(path)
                 entry.dirty = False
@@ -693,9 +301,6 @@ def inventory(before: Sequence[str], after: Sequence[str], *,
     return report
 
 
-# ---------------------------------------------------------------- helpers
-
-
 def _collapse(paths: Iterable[str]) -> tuple[str, ...]:
     """Absolute, normalised, without entries contained in another (order kept)."""
     clean: list[str] = []
@@ -719,85 +324,3 @@ def _outermost(paths: Iterable[str]) -> list[str]:
         if not kept or not is_within(path, kept[-1]):
             kept.append(path)
     return kept
-
-
-def _worth_a_look(listing: str) -> bool:
-    """Whether a NUL-joined listing may hold an interesting name (a fast, loose test)."""
-    if _DOTTED_HINT.search(listing):
-        return True
-    return any(start in listing for start in _DOTLESS_HINTS)
-
-
-_GONE = (-1, -1, -1, -1)
-_UNSTABLE = (-2, -2, -2, -2)  # changed too recently to tell a later change: never matches
-
-
-def _stat_key(path: str) -> tuple[int, int, int, int] | None:
-    """(mtime, size, ctime, inode) of the file at ``path``; ``_GONE`` when it cannot be read;
-    None when it changed too recently for a later change to show (``change_key.stable_key``)."""
-    now = time.time_ns()
-    try:
-        info = os.lstat(path)
-    except OSError:
-        return _GONE
-    if stable_key(info, now) is None:
-        return None
-    return (info.st_mtime_ns, info.st_size, info.st_ctime_ns, info.st_ino)
-
-
-def _kept_credential(item: list) -> tuple:
-    """A kept ``(name, count, *key)`` (TypeError or ValueError when it is not one)."""
-    if not (type(item) is list and len(item) == 6 and plain_names(item[:1]) and all(type(n) is int for n in item[1:])):
-        raise ValueError("not a kept credential count")
-    return tuple(item)
-
-
-def _kept_roles(item: list) -> tuple:
-    """A kept ``(name, (identities, capped), *key)`` (TypeError or ValueError when it is not one)."""
-    name, identities, capped, *key = item
-    if not (plain_names([name]) and type(capped) is bool and len(key) == 4 and all(type(n) is int for n in key)):
-        raise ValueError("not kept CI identities")
-    found = tuple(CiIdentity(*(str(part) for part in identity)) for identity in identities)
-    return (name, (found, capped), *key)
-
-
-def _reuse(old: tuple | None, directory: str, name: str, read: Callable[[str], object]) -> tuple:
-    """(name, value, *key): the old tuple when the file is unchanged since, else read again."""
-    path = os.path.join(directory, name)
-    key = _stat_key(path)
-    if old is not None and key is not None and old[2:] == key:
-        return old
-    return (name, read(path), *(key or _UNSTABLE))
-
-
-def _child_kind(parent: str, name: str) -> int:
-    """How the subdirectory ``name`` of ``parent`` is treated."""
-    parent_name = parent.rpartition(os.sep)[2]
-    if name == ".git":
-        return _GIT
-    if name == ".pnpm" and parent_name == "node_modules":
-        return _STORE
-    if name == ".pnpm-store" or (parent_name == ".yarn" and name in ("cache", "unplugged")):
-        return _STORE
-    if name == "node_modules":
-        # pnpm's node_modules holds links and a .pnpm store; npm's holds the packages.
-        try:
-            return _DIR if stat.S_ISDIR(os.lstat(os.path.join(parent, name, ".pnpm")).st_mode) \
-                else _STORE
-        except OSError:
-            return _STORE
-    return _DIR
-
-
-def _kind_of_path(path: str) -> int:
-    """The kind of a root: special when it is, or lies inside, a .git directory or a store."""
-    current = os.sep
-    for part in path.split(os.sep):
-        if not part:
-            continue
-        kind = _child_kind(current, part)
-        if kind != _DIR:
-            return kind
-        current = os.path.join(current, part)
-    return _DIR
-

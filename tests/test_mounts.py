@@ -18,6 +18,7 @@ from lsp_bridge.inventory.mounts import (
     mounts_from_mcp_configs,
     reconcile,
     strip_jsonc,
+    workspace_packages,
 )
 
 
@@ -389,12 +390,12 @@ def test_to_json_matches_the_status_mounts_object(shop: Path):
 
     assert set(data) == {
         "mounts", "roots_without_mount", "mounts_outside_union", "suggested", "suggested_for",
-        "docker_args", "unrescuable", "first_party", "single_files",
+        "docker_args", "unrescuable", "first_party", "single_files", "refused",
     }  # fmt: skip
     assert data["mounts"] == [{"source": str(shop), "target": "/workspace", "mode": "rw", "origin": "config"}]
     assert data["mounts_outside_union"] == [{"source": str(shop), "target": "/workspace"}]
     assert data["docker_args"][:2] == ["-v", f"{checkout}:/workspace/packages/checkout:rw"]
-    assert set(data["suggested"][0]) == {"source", "target", "mode", "reason", "beyond_acknowledged"}
+    assert set(data["suggested"][0]) == {"source", "target", "mode", "reason", "beyond_acknowledged", "kind", "cause"}
     assert data["suggested_for"] == [checkout]
     assert set(data["unrescuable"][0]) == {"link", "target", "reason"}
     assert set(data["first_party"][0]) == {"link", "target", "via"}
@@ -530,3 +531,21 @@ def test_a_tsconfig_extending_a_kernel_interface_never_hangs_a_command(tmp_path)
         answer = json.loads(done.stdout)
         mounts = answer["mounts"] if command[0] == "roots" else answer
         assert "/proc/kmsg" not in json.dumps(mounts["suggested"]) + json.dumps(mounts["single_files"])
+
+
+def test_a_pnpm_workspace_flow_list_over_several_lines_names_every_package(tmp_path: Path):
+    """``pnpm-workspace.yaml`` is read with PyYAML's ``safe_load``: a flow list written over several
+    lines (the subset reader it replaces read it as ``[]``) names every package, and a comment
+    inside it does not count."""
+    for name in ("packages/a", "packages/b", "apps/web", "tools/x"):
+        (tmp_path / name).mkdir(parents=True)
+    (tmp_path / "pnpm-workspace.yaml").write_text(
+        "packages: [\n  'packages/*',  # libraries\n  \"apps/*\",\n  '!packages/b'\n]\ncatalog:\n  react: ^19\n")
+    found = workspace_packages(str(tmp_path), [10_000])
+    assert sorted(os.path.relpath(p, tmp_path) for p in found) == ["apps/web", "packages/a"]
+
+
+def test_a_pnpm_workspace_that_is_not_yaml_names_no_package(tmp_path: Path):
+    (tmp_path / "packages" / "a").mkdir(parents=True)
+    (tmp_path / "pnpm-workspace.yaml").write_text("packages: [unclosed\n")
+    assert workspace_packages(str(tmp_path), [10_000]) == []

@@ -148,6 +148,17 @@ class SuggestedMount:
     mode: str
     reason: str
     beyond_acknowledged: bool  # the source lies outside the union the person acknowledged
+    kind: Literal["root", "store", "modules", "file"] = "root"  # a root, or what the toolchain reads outside it
+    cause: str | None = None  # the file whose content asked for it (a tsconfig's extends, a link); None: by place
+
+
+@record
+class RefusedPath:
+    """A path a repository's toolchain file asked for that is never mounted (a credential, ``.git``, a device...)."""
+
+    path: str
+    reason: str
+    cause: str | None  # the file that asked for it
 
 
 @record
@@ -181,6 +192,7 @@ class Mounts:
     unrescuable: list[UnrescuableLink]
     first_party: list[FirstPartyLink]
     single_files: list[str]
+    refused: list[RefusedPath] = dataclasses.field(default_factory=list)
 
 
 @record

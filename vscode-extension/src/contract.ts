@@ -233,6 +233,7 @@ export interface Mounts {
   unrescuable: UnrescuableLink[];
   first_party: FirstPartyLink[];
   single_files: string[];
+  refused?: RefusedPath[];
 }
 /**
  * One mount of the suggested narrow set.
@@ -246,6 +247,8 @@ export interface SuggestedMount {
   mode: string;
   reason: string;
   beyond_acknowledged: boolean;
+  kind?: 'root' | 'store' | 'modules' | 'file';
+  cause?: string | null;
 }
 /**
  * A link whose target cannot be mounted narrowly.
@@ -257,6 +260,17 @@ export interface UnrescuableLink {
   link: string;
   target: string;
   reason: string;
+}
+/**
+ * A path a repository's toolchain file asked for that is never mounted (a credential, ``.git``, a device...).
+ *
+ * This interface was referenced by `RootGuardLsp`'s JSON-Schema
+ * via the `definition` "RefusedPath".
+ */
+export interface RefusedPath {
+  path: string;
+  reason: string;
+  cause: string | null;
 }
 /**
  * A custom request that could not be answered.

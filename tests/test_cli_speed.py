@@ -24,7 +24,8 @@ ROOTGUARD = str(Path(sys.executable).with_name("rootguard"))  # the installed co
 
 # Never on the path of roots / check / inventory (the language server's, the MCP server's, the HTTP stack).
 HEAVY = ("pygls", "lsprotocol", "mcp", "tomlkit", "detect_secrets", "requests", "urllib3", "watchdog",
-         "PySide6", "pydantic", "rich", "yaml")
+         "PySide6", "pydantic", "rich")
+# PyYAML is not among them: roots reads the repository's pnpm-workspace.yaml with it (a real YAML reader).
 
 
 def modules_after(args: list[str], env: dict[str, str]) -> set[str]:

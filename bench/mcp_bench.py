@@ -138,7 +138,7 @@ def in_process_calls(root: Path, listed: str, audit: Path, *, big: Path | None =
     """The MCP server's work without its transport, each call as ``per_call`` takes it.
 
     ``listing``: ``list_directory`` of ``listed`` (plan, listing, decisions, audit line), the
-    directory unchanged since the last call (its names and kinds kept: ``safe_io.KeptListings``);
+    directory unchanged since the last call (its names and kinds kept: ``safe_listing.KeptListings``);
     ``listing_changed``: the same with the directory's times touched first, so it is read again
     (a directory changed between two listings; the touch, one ``utime``, is counted). With
     ``big`` (a text file of ``root``, written here with ~32 KB): ``read`` (``open().read()``, the

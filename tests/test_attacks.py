@@ -269,13 +269,13 @@ async def test_apply_patch_stages_every_file_and_leaves_nothing_on_failure(world
 
 
 def test_a_rename_failing_midway_restores_every_file(tmp_path):
-    from lsp_bridge.mcp import safe_io
+    from lsp_bridge.mcp import safe_batch, safe_io
 
     root = os.path.realpath(tmp_path)
     Path(root, "one.txt").write_text("one\n")
     Path(root, "two.txt").write_text("two\n")
     before = tree(Path(root))
-    with safe_io.Batch() as batch:
+    with safe_batch.Batch() as batch:
         batch.stage_write(root, "one.txt", b"ONE\n")
         batch.stage_write(root, "two.txt", b"TWO\n")
         batch.stage_write(root, "three/new.txt", b"NEW\n")

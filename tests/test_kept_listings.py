@@ -1,6 +1,6 @@
 """``list_directory`` keeps a directory's names and kinds while its change key holds (issue 15).
 
-The kept listing (``safe_io.KeptListings``) stands for ``getdents``, the sort and a
+The kept listing (``safe_listing.KeptListings``) stands for ``getdents``, the sort and a
 type per entry when one ``fstat`` of the opened directory gives the key it was kept
 with (``core.change_key``). These tests try to make it show a directory as it was:
 entries created, removed, swapped for links, a directory's mtime set back, the
@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from lsp_bridge.core import change_key, hardlinks
-from lsp_bridge.mcp import safe_io
+from lsp_bridge.mcp import safe_listing
 from lsp_bridge.mcp.file_tools import FileTools
 from tests.conftest import make_repo, tmp_keeps_scans
 from tests.test_attacks import serve
@@ -184,7 +184,7 @@ def test_listings_racing_changes_never_show_an_entry_the_directory_never_had(rep
 
 
 def test_a_bounded_number_of_directories_is_kept_and_callers_get_their_own_lists(repo, tmp_path):
-    kept_listings = safe_io.KeptListings(most=2)
+    kept_listings = safe_listing.KeptListings(most=2)
     directories = []
     for index in range(3):
         directory = tmp_path / f"d{index}"
@@ -193,9 +193,9 @@ def test_a_bounded_number_of_directories_is_kept_and_callers_get_their_own_lists
         directories.append(directory)
     time.sleep(SETTLE)
     for directory in directories:
-        safe_io.list_columns(str(directory), "", file_stats=False, kept=kept_listings)
+        safe_listing.list_columns(str(directory), "", file_stats=False, kept=kept_listings)
     assert [kept_listings.get(os.stat(d)) is not None for d in directories] == [False, True, True]
-    again = safe_io.list_columns(str(directories[2]), "", file_stats=False, kept=kept_listings)
+    again = safe_listing.list_columns(str(directories[2]), "", file_stats=False, kept=kept_listings)
     assert (again.names, again.kinds) == (["f"], ["file"])
     again.names.append("changed by a caller")  # the caller's own list: what is kept is not changed
     assert kept_listings.get(os.stat(directories[2])).names == ["f"]
@@ -203,7 +203,7 @@ def test_a_bounded_number_of_directories_is_kept_and_callers_get_their_own_lists
 
 def test_kept_listings_hold_a_bounded_number_of_names(tmp_path):
     """90 names in all: a listing of more than 22 is never kept; older ones make room."""
-    kept_listings = safe_io.KeptListings(most=64, entries=90)
+    kept_listings = safe_listing.KeptListings(most=64, entries=90)
     sizes = {"big": 26, "d0": 20, "d1": 20, "d2": 20, "d3": 20, "d4": 20}
     for name, count in sizes.items():
         (tmp_path / name).mkdir()
@@ -211,7 +211,7 @@ def test_kept_listings_hold_a_bounded_number_of_names(tmp_path):
             (tmp_path / name / f"f{index}").write_text("")
     time.sleep(SETTLE)
     for name in sizes:
-        safe_io.list_columns(str(tmp_path / name), "", file_stats=False, kept=kept_listings)
+        safe_listing.list_columns(str(tmp_path / name), "", file_stats=False, kept=kept_listings)
     assert [kept_listings.get(os.stat(tmp_path / name)) is not None for name in sizes] == [
         False, False, True, True, True, True]  # d0 made room for d4: at most 90 names
 

@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 
 from lsp_bridge.core.policy import Target, inspect
 from lsp_bridge.core.resolver import ResolveError, resolve
-from lsp_bridge.mcp import safe_io
+from lsp_bridge.mcp import safe_listing
 from lsp_bridge.mcp.file_tools import FileTools, _Changed
 
 NAMES = ["a", "b", "gen", "vault", ".env", ".env.local", "x.js", ".git", ".rootguard.toml", "%41", "C:x",
@@ -143,12 +143,12 @@ def test_listing_fast_path_matches_the_engine(tmp_path_factory, dirs, files, rul
         if resolved is None:
             continue
         inner = os.path.relpath(resolved.canonical, resolved.root).replace(os.sep, "/")
-        entries = safe_io.list_directory(resolved.root, "" if inner == "." else inner)
+        entries = safe_listing.list_directory(resolved.root, "" if inner == "." else inner)
         fast = tools.peek_entries(resolved, entries)
         slow = [full_peek(tools, root, f"{relative}/{e.name}" if relative else e.name) for e in entries]
         assert fast == slow, (text, directory, [e.name for e in entries])
         # As the MCP listing reads them: inodes only where a denied file's inode number is met.
-        screened = safe_io.list_directory(resolved.root, "" if inner == "." else inner,
+        screened = safe_listing.list_directory(resolved.root, "" if inner == "." else inner,
                                           file_stats=tools.listing_needs_stats)
         assert [e.name for e in screened] == [e.name for e in entries]
         assert tools.peek_entries(resolved, screened) == slow, (text, directory, [e.name for e in entries])
@@ -178,15 +178,15 @@ def test_a_hard_link_to_a_denied_file_is_hidden_from_a_listing(tmp_path):
     tools = FileTools([str(repo)], env={"ROOTGUARD_CONFIG": str(config), "HOME": str(tmp_path)})
     verdict, resolved = tools.peek(str(repo), "sub")
     assert verdict == "allow" and resolved is not None
-    entries = safe_io.list_directory(str(repo), "sub")
+    entries = safe_listing.list_directory(str(repo), "sub")
     fast = dict(zip([e.name for e in entries], tools.peek_entries(resolved, entries), strict=True))
     slow = {e.name: full_peek(tools, str(repo), f"sub/{e.name}") for e in entries}
     assert fast == slow == {".env": "deny", "notes.txt": "deny", "plain.txt": "allow"}
     # The listing's inode screen: only the files whose directory entry names a denied inode are read.
     screen = tools.listing_needs_stats(os.stat(repo / "sub").st_dev)
     assert screen == frozenset({os.stat(repo / "sub" / ".env").st_ino})
-    screened = safe_io.list_directory(str(repo), "sub", file_stats=tools.listing_needs_stats)
-    if safe_io.readdir_inodes_exact(os.stat(repo / "sub").st_dev):
+    screened = safe_listing.list_directory(str(repo), "sub", file_stats=tools.listing_needs_stats)
+    if safe_listing.readdir_inodes_exact(os.stat(repo / "sub").st_dev):
         assert {e.name: e.nlink for e in screened} == {".env": 2, "notes.txt": 2, "plain.txt": 1}
         assert next(e for e in screened if e.name == "plain.txt").inode is None  # not read
     assert dict(zip([e.name for e in screened], tools.peek_entries(resolved, screened), strict=True)) == slow
@@ -206,7 +206,7 @@ def test_children_that_are_anchors_themselves_get_their_own_rules(tmp_path):
     tools = FileTools([str(repo)], env={"ROOTGUARD_CONFIG": str(config), "HOME": str(tmp_path)})
     verdict, resolved = tools.peek(str(repo), ".")
     assert resolved is not None
-    entries = safe_io.list_directory(str(repo), "")
+    entries = safe_listing.list_directory(str(repo), "")
     fast = dict(zip([e.name for e in entries], tools.peek_entries(resolved, entries), strict=True))
     slow = {e.name: full_peek(tools, str(repo), e.name) for e in entries}
     assert fast == slow
@@ -252,7 +252,7 @@ def test_one_shared_verdict_only_where_no_child_can_differ(tmp_path):
         assert tools.policy.decide_children("read", str(directory), names, tools.grants, seen) == full, directory
         if max(k for _, k in seen) <= 1:
             assert tools.policy.decide_children("read", str(directory), names, tools.grants) == full, directory
-        entries = safe_io.list_directory(str(repo), os.path.relpath(directory, repo).replace(os.sep, "/")
+        entries = safe_listing.list_directory(str(repo), os.path.relpath(directory, repo).replace(os.sep, "/")
                                          if directory != repo else "", file_stats=tools.listing_needs_stats)
         verdict, resolved = tools.peek(str(repo), os.path.relpath(directory, repo) if directory != repo else ".")
         assert resolved is not None

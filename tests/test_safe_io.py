@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from lsp_bridge.mcp import safe_io
+from lsp_bridge.mcp import safe_io, safe_listing
 from lsp_bridge.mcp.file_tools import Caller, FileTools, ToolError
 from lsp_bridge.mcp.safe_io import SafeIOError
 
@@ -49,7 +49,7 @@ def test_round_trip_read_write_list_info_move_delete(area):
     assert safe_io.write_file(root, "sub/new/deep.txt", b"hello") is True  # parents created
     assert safe_io.write_file(root, "sub/new/deep.txt", b"again") is False
     assert (area["root"] / "sub" / "new" / "deep.txt").read_bytes() == b"again"
-    assert [(e.name, e.kind) for e in safe_io.list_directory(root, "sub")] == [("file.txt", "file"), ("new", "directory")]
+    assert [(e.name, e.kind) for e in safe_listing.list_directory(root, "sub")] == [("file.txt", "file"), ("new", "directory")]
     assert safe_io.file_info(root, "sub/file.txt").st_size == len(b"inside\n")
     safe_io.move_file(root, "sub/new/deep.txt", root, "sub/moved.txt")
     assert (area["root"] / "sub" / "moved.txt").read_bytes() == b"again"
@@ -89,7 +89,7 @@ def test_write_primitive_refuses_a_swapped_parent_directly(area):
     refused("symlink_not_permitted", safe_io.write_file, root, "sub/victim.txt", b"owned")
     refused("symlink_not_permitted", safe_io.read_file, root, "sub/victim.txt", limit=100)
     refused("symlink_not_permitted", safe_io.delete_file, root, "sub/victim.txt")
-    refused("symlink_not_permitted", safe_io.list_directory, root, "sub")
+    refused("symlink_not_permitted", safe_listing.list_directory, root, "sub")
     assert (area["outside"] / "victim.txt").read_text() == "outside original\n"
 
 
@@ -105,7 +105,7 @@ def test_a_parent_linked_to_a_twin_inside_the_root_is_still_refused(area):
     (area["root"] / "sub").symlink_to(twin)  # a link on the way, not the last directory: open() follows it
     refused("symlink_not_permitted", safe_io.read_file, root, "sub/inner/file.txt", limit=100)
     refused("symlink_not_permitted", safe_io.write_file, root, "sub/inner/file.txt", b"owned")
-    refused("symlink_not_permitted", safe_io.list_directory, root, "sub/inner")
+    refused("symlink_not_permitted", safe_listing.list_directory, root, "sub/inner")
     refused("symlink_not_permitted", safe_io.delete_file, root, "sub/inner/file.txt")
     assert (twin / "inner" / "file.txt").read_text() == "the twin's\n"
 
@@ -169,9 +169,9 @@ def test_walk_does_not_enter_linked_directories(area):
     (area["root"] / "sub" / "away").symlink_to(area["outside"])
     (area["root"] / ".git").mkdir()
     (area["root"] / ".git" / "HEAD").write_text("ref\n")
-    found = list(safe_io.walk_files(root, "", skip_dirs=frozenset({".git"}), limit=100))
+    found = list(safe_listing.walk_files(root, "", skip_dirs=frozenset({".git"}), limit=100))
     assert sorted(found) == ["sub/away", "sub/file.txt"]  # the link is reported, never entered
-    assert list(safe_io.walk_files(root, "", skip_dirs=frozenset({".git"}), limit=1)) == ["sub/away"]
+    assert list(safe_listing.walk_files(root, "", skip_dirs=frozenset({".git"}), limit=1)) == ["sub/away"]
 
 
 def test_a_listing_reads_inodes_per_its_screen_and_every_one_where_entries_may_not_carry_them(area):
@@ -182,17 +182,17 @@ def test_a_listing_reads_inodes_per_its_screen_and_every_one_where_entries_may_n
     os.link(sub / "file.txt", sub / "alias.txt")
     (sub / "plain.txt").write_text("x\n")
     device, inode = os.stat(sub).st_dev, os.stat(sub / "file.txt").st_ino
-    assert not safe_io.readdir_inodes_exact(os.makedev(4095, 4095))  # no such device: not trusted
-    listing = safe_io.list_columns(root, "sub", file_stats=lambda dev: frozenset({inode}))
+    assert not safe_listing.readdir_inodes_exact(os.makedev(4095, 4095))  # no such device: not trusted
+    listing = safe_listing.list_columns(root, "sub", file_stats=lambda dev: frozenset({inode}))
     assert listing.names == ["alias.txt", "file.txt", "plain.txt"] and listing.kinds == ["file"] * 3
     assert listing.stats is not None
-    if safe_io.readdir_inodes_exact(device):
+    if safe_listing.readdir_inodes_exact(device):
         assert listing.stats == [((device, inode), 2), ((device, inode), 2), (None, 1)]
     else:
         assert [s[1] for s in listing.stats] == [2, 2, 1] and listing.stats[2][0] is not None
-    unrelated = safe_io.list_columns(root, "sub", file_stats=lambda dev: frozenset({inode + 10**9}))
-    if safe_io.readdir_inodes_exact(device):
+    unrelated = safe_listing.list_columns(root, "sub", file_stats=lambda dev: frozenset({inode + 10**9}))
+    if safe_listing.readdir_inodes_exact(device):
         assert unrelated.stats is None  # no denied inode met: nothing read
-    everything = safe_io.list_columns(root, "sub", file_stats=True)
+    everything = safe_listing.list_columns(root, "sub", file_stats=True)
     assert everything.stats is not None and all(s[0] is not None for s in everything.stats)
-    assert safe_io.list_columns(root, "sub", file_stats=False).stats is None
+    assert safe_listing.list_columns(root, "sub", file_stats=False).stats is None

@@ -6,7 +6,7 @@ told (names, kinds, counts) is kept with the directory's key, ``(st_dev, st_ino,
 st_mtime_ns, st_ctime_ns)``, and stays true while one ``stat`` gives the same key.
 The idea and its limits are git's untracked cache. Two users: the inventory's kept
 scans (``inventory.scan_store``) and the MCP server's kept listings
-(``mcp.safe_io.KeptListings``).
+(``mcp.safe_listing.KeptListings``).
 
 A key is kept only when it can tell a later change (``stable_key``):
 

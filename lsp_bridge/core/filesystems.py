@@ -1,7 +1,7 @@
 """Which file system a device number is, from the kernel's mount table (``/proc/self/mountinfo``).
 
 Two places act on it: the MCP server's listing trusts a directory entry's inode number
-only on file systems that give the file's own (``safe_io.readdir_inodes_exact``), and the
+only on file systems that give the file's own (``safe_listing.readdir_inodes_exact``), and the
 inventory keeps a directory's scan between runs only on file systems whose timestamps this
 machine's kernel sets (``inventory.scan_store``). Unknown is never trusted.
 """

@@ -49,7 +49,7 @@ from lsp_bridge.core.resolver import (
 )
 from lsp_bridge.core.session import Session, open_session
 from lsp_bridge.core.settings import Verdict
-from lsp_bridge.mcp import safe_io
+from lsp_bridge.mcp import safe_batch, safe_io, safe_listing
 from lsp_bridge.mcp.audit import AuditLog, now_text, root_digest
 
 ERROR_CODES = (
@@ -261,7 +261,7 @@ class FileTools:
         self.projects = self._projects()
         self._project_roots = {p.id: p.root for p in self.projects}
         self._lock = threading.RLock()  # decisions, grants and reloads; the I/O runs outside it
-        self.listings = safe_io.KeptListings()  # names and kinds of unchanged directories (list_directory)
+        self.listings = safe_listing.KeptListings()  # names and kinds of unchanged directories (list_directory)
         self._config_mark = self._config_signature()
         self._config_checked = time.monotonic()
 
@@ -676,11 +676,11 @@ class FileTools:
         """``peek`` for every entry of a listed directory, in one pass (``peek_listing`` of its columns)."""
         several = max(map(_ENTRY_NLINK, entries), default=1) > 1  # only then does an inode matter
         stats = [(e.inode, e.nlink) for e in entries] if several else None
-        return self.peek_listing(directory, safe_io.Listing(list(map(_ENTRY_NAME, entries)),
+        return self.peek_listing(directory, safe_listing.Listing(list(map(_ENTRY_NAME, entries)),
                                                             list(map(_ENTRY_KIND, entries)), stats), need)
 
-    def peek_listing(self, directory: Resolved, listing: safe_io.Listing, need: str = "read") -> list[str]:
-        """``peek`` for every entry of a listed directory (``safe_io.list_columns``), in one pass.
+    def peek_listing(self, directory: Resolved, listing: safe_listing.Listing, need: str = "read") -> list[str]:
+        """``peek`` for every entry of a listed directory (``safe_listing.list_columns``), in one pass.
 
         The directory was opened at its canonical path without following a
         link, so an entry that is not a link sits at ``canonical/name``: the
@@ -933,7 +933,7 @@ def run_list_directory(tools: FileTools, plan: Plan) -> dict:
     """
     resolved = _resolved(plan.accesses[0].resolved)
     _refuse_outside(resolved, "list_directory")
-    listing = safe_io.list_columns(*_io(resolved), file_stats=tools.listing_needs_stats, kept=tools.listings)
+    listing = safe_listing.list_columns(*_io(resolved), file_stats=tools.listing_needs_stats, kept=tools.listings)
     verdicts = tools.peek_listing(resolved, listing)
     names, kinds = listing.names, listing.kinds
     most = tools.limits.list_entries
@@ -984,7 +984,7 @@ def run_search_files(tools: FileTools, plan: Plan) -> dict:
     counts = {"needs_approval": 0, "binary_skipped": 0}  # nothing counted about names it may not show
     truncated = False
     scanned = 0
-    for path in safe_io.walk_files(resolved.root, start, skip_dirs=SKIP_DIRS, limit=tools.limits.search_files):
+    for path in safe_listing.walk_files(resolved.root, start, skip_dirs=SKIP_DIRS, limit=tools.limits.search_files):
         scanned += 1
         below = path[len(start) + 1:] if start else path
         if not matcher.matches(below.lower() if fold else below):
@@ -1101,7 +1101,7 @@ def run_apply_patch(tools: FileTools, plan: Plan) -> dict:
         except safe_io.SafeIOError as err:
             raise ToolError(err.code, f"{resolved.relative}: {err.message}; nothing was changed") from None
     done: list[dict] = []
-    with safe_io.Batch() as batch:
+    with safe_batch.Batch() as batch:
         try:
             for resolved, action, data, diff in prepared:  # every file staged before the first rename
                 if action == "deleted":

@@ -2,6 +2,6 @@
 
 import sys
 
-from lsp_bridge.cli.start import main
+from lsp_bridge.cli.main import main
 
 sys.exit(main())

@@ -1,30 +1,23 @@
 """The ``rootguard`` command line's grammar: argparse, its help and its usage errors.
 
 ``parse(argv)`` gives the arguments of one command, with ``subcommand`` naming it
-(``main.COMMANDS``); ``main`` imports this module only when an invocation needs it
-(every one but ``roots`` and ``check`` in their plain spelling: ``main.plain_arguments``).
-Usage errors are one line on stderr and exit 2 (``--json``: an error object on stdout
-too); ``rootguard run``'s are 125, leaving 1 and 2 to its COMMAND.
+(``main.COMMANDS``). Usage errors are one line on stderr and exit 2 (``--json``: an
+error object on stdout too); ``rootguard run``'s are 125, leaving 1 and 2 to its COMMAND.
 """
 
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import NoReturn
 
-from lsp_bridge.cli.main import CHECK_OPS, DELEGATED, EXIT_BAD_INPUT, EXIT_UNCONFINED, wants_json, write
-
-if TYPE_CHECKING:
-    from typing import NoReturn
+from lsp_bridge.cli.common import CHECK_OPS, DELEGATED, EXIT_BAD_INPUT, EXIT_UNCONFINED, wants_json, write
 
 
 def parse(argv: Sequence[str]) -> argparse.Namespace | None:
     """The arguments of the command in ``argv``; None (help printed) when no command is given."""
-    _untranslated_where_no_catalogue()
-    parser = _parser(only=argv[0] if argv and not argv[0].startswith("-") else None)
+    parser = _parser()
     parser.run_mode = argv[:1] == ["run"]  # its usage errors are 125
     args = parser.parse_args(argv)
     if not getattr(args, "subcommand", None):
@@ -34,7 +27,7 @@ def parse(argv: Sequence[str]) -> argparse.Namespace | None:
 
 
 class _VersionAction(argparse.Action):
-    """``--version``: the package metadata is read only when asked (it costs ~0.1 s per start)."""
+    """``--version``: the package metadata is read only when asked."""
 
     def __init__(self, option_strings, dest=argparse.SUPPRESS, default=argparse.SUPPRESS, help=None):
         super().__init__(option_strings, dest=dest, default=default, nargs=0,
@@ -56,61 +49,11 @@ def _version() -> str:
         return __version__
 
 
-def _untranslated_where_no_catalogue() -> None:
-    """argparse passes each of its messages through ``gettext``, which looks on disk for a
-    catalogue for every message and, the first time, imports ``locale`` to expand the
-    language names (~1 ms together, a tenth of a bare interpreter's start). Where the
-    interpreter has no catalogue directory at all (gettext's default one; the CLI binds no
-    other), every lookup returns the message unchanged, so argparse is given that answer
-    directly. Where the directory exists, argparse translates as it always does."""
-    if argparse._ is not _identity and not os.path.isdir(os.path.join(sys.base_prefix, "share", "locale")):  # type: ignore[attr-defined]
-        argparse._ = _identity  # type: ignore[attr-defined]
-        argparse.ngettext = _plural  # type: ignore[attr-defined]
-
-
-def _identity(message: str) -> str:
-    return message
-
-
-def _plural(singular: str, plural: str, n: int) -> str:
-    return singular if n == 1 else plural  # gettext's answer without a catalogue
-
-
-def _columns() -> int:
-    """``shutil.get_terminal_size().columns`` without importing shutil (and bz2, lzma...)
-    on every start: COLUMNS, else the terminal on stdout, else 80."""
-    try:
-        columns = int(os.environ.get("COLUMNS", "0"))
-    except ValueError:
-        columns = 0
-    if columns <= 0:
-        try:
-            columns = os.get_terminal_size(sys.__stdout__.fileno()).columns  # type: ignore[union-attr]
-        except (AttributeError, ValueError, OSError):
-            columns = 0
-    return columns if columns > 0 else 80
-
-
-class _Formatter(argparse.HelpFormatter):
-    """argparse's help layout; the width is found as argparse finds it, minus its shutil import."""
-
-    def __init__(self, prog: str, indent_increment: int = 2, max_help_position: int = 24,
-                 width: int | None = None) -> None:
-        super().__init__(prog, indent_increment, max_help_position, _columns() - 2 if width is None else width)
-
-
 class _Parser(argparse.ArgumentParser):
     """Usage errors are one line on stderr and exit 2 (``--json``: an error object too);
     ``rootguard run`` exits 125 instead, leaving 1 and 2 to COMMAND."""
 
     run_mode = False  # set on the top-level parser when the command is ``run``
-
-    def __init__(self, *args, listed_only: bool = False, **kwargs) -> None:
-        if listed_only:  # a command that is not being run: only its name and help line are used
-            self.prog = kwargs["prog"]
-            return
-        kwargs.setdefault("formatter_class", _Formatter)
-        super().__init__(*args, **kwargs)
 
     def error(self, message: str) -> NoReturn:
         if self.prog.split()[-1:] == ["run"] or self.run_mode:
@@ -127,42 +70,25 @@ class _Parser(argparse.ArgumentParser):
 JSON_HELP = "print the stable JSON object (docs/cli.md) instead of text"
 
 
-class _Absorb:
-    """Stands for the parser of a command that is not being run: every call is ignored."""
+class _Commands:
+    """The subcommands: each parser names its command in the arguments (``subcommand``);
+    a ``group`` (``config``) is run by one of its actions, each naming itself."""
 
-    def __getattr__(self, name: str):
-        return lambda *args, **kwargs: self
-
-
-class _OnlyOne:
-    """Every command is registered (so the names, the choices and their errors stay the same),
-    but only ``only``'s options are built: building them all costs more than a command's own
-    work (``roots``, ``check``). ``only=None``: all of them (``rootguard --help``).
-
-    The others are names in the list only: argparse never parses with a command's parser
-    unless that command is the one given, which is ``only``, so theirs is not even set up
-    (setting up an ``ArgumentParser`` looks its message catalogue up on disk several times)."""
-
-    def __init__(self, sub, only: str | None) -> None:
-        self.sub, self.only = sub, only
+    def __init__(self, sub) -> None:
+        self.sub = sub
 
     def add_parser(self, name: str, *, group: bool = False, **kwargs):
-        """The command's parser, which names it in the arguments (``subcommand``), or a stand-in.
-        A ``group`` (``config``) is run by one of its actions, each naming itself."""
-        if self.only is None or name == self.only:
-            parser = self.sub.add_parser(name, **kwargs)
-            if not group:
-                parser.set_defaults(subcommand=name)
-            return parser
-        self.listed(name, kwargs.get("help"))
-        return _Absorb()
+        parser = self.sub.add_parser(name, **kwargs)
+        if not group:
+            parser.set_defaults(subcommand=name)
+        return parser
 
     def listed(self, name: str, text: str | None) -> None:
-        """``name`` in the list and the choices, with no parser of its own (never run)."""
-        self.sub.add_parser(name, help=text, add_help=False, listed_only=True)
+        """A command that parses its own options (``main.DELEGATED``): listed for ``--help`` only."""
+        self.sub.add_parser(name, help=text, add_help=False)
 
 
-def _parser(only: str | None = None) -> _Parser:
+def _parser() -> _Parser:
     parser = _Parser(
         prog="rootguard",
         description="Root Guard: keep an AI agent's file access as narrow as you meant it.",
@@ -170,7 +96,7 @@ def _parser(only: str | None = None) -> _Parser:
                "2 bad input or invalid configuration. See docs/cli.md.",
     )
     parser.add_argument("--version", action=_VersionAction, help="show the version and exit")
-    sub = _OnlyOne(parser.add_subparsers(metavar="COMMAND", parser_class=_Parser), only)
+    sub = _Commands(parser.add_subparsers(metavar="COMMAND", parser_class=_Parser))
 
     p = sub.add_parser("roots", help="effective roots of FOLDERs: union, shadowed entries, worktrees",
                        description="Show the effective roots of an editor window opened on FOLDERs.")

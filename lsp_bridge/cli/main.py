@@ -21,11 +21,17 @@ import os
 import sys
 from collections.abc import Sequence
 
-from lsp_bridge.cli.start import COLLECTOR
-
-EXIT_ALLOW, EXIT_DENY, EXIT_BAD_INPUT, EXIT_REQUEST = 0, 1, 2, 3
-EXIT_UNCONFINED = 125  # rootguard run: confinement cannot be set up (lsp_bridge.sandbox.runner)
-DECISION_EXIT = {"allow": EXIT_ALLOW, "deny": EXIT_DENY, "request": EXIT_REQUEST}
+from lsp_bridge.cli import grammar
+from lsp_bridge.cli.common import (
+    DECISION_EXIT,
+    DELEGATED,
+    EXIT_BAD_INPUT,
+    EXIT_UNCONFINED,
+    EXTRA_MODULES,
+    silence_stdout,
+    wants_json,
+    write,
+)
 
 
 class UsageError(Exception):
@@ -40,46 +46,21 @@ class ConfigError(Exception):
         self.diagnostics = list(diagnostics)
 
 
-# command -> (module, what it is, extra that provides its third-party modules, those modules)
-DELEGATED = {
-    "lsp": ("lsp_bridge.lsp.stdio", "the language server on stdio", None),
-    "tray": ("tray.cli", "the tray app and approval broker", "tray"),
-    "mcp": ("lsp_bridge.mcp.command", "the guarded MCP file server on stdio", "mcp"),
-    "audit": ("lsp_bridge.mcp.audit", "the decision log", None),
-    "hook": ("lsp_bridge.agents.hook", "an agent's pre-tool hook: decide its tool call (docs/agents.md)", None),
-    "agents": ("lsp_bridge.agents.command", "install, remove and check the hook in each agent's settings", None),
-}
-EXTRA_MODULES = {
-    "tray": ("PySide6", "shiboken6"),
-    "mcp": ("mcp", "mcp_types", "anyio", "pydantic", "pydantic_core", "httpx", "httpx2", "httpcore2", "starlette",
-            "sse_starlette", "jsonschema", "typing_inspection", "annotated_types", "jwt", "multipart", "opentelemetry"),
-}
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    collector = COLLECTOR  # paused by the entry point (cli/start.py) or here
     try:
         if argv and argv[0] in DELEGATED:  # these parse their own options, --help included
-            collector.release()  # long-running servers: the collector as Python sets it
             return _delegate(argv[0], argv[1:])
-        collector.pause()
-        args = plain_arguments(argv)
-        if args is None:
-            from lsp_bridge.cli import grammar
-
-            args = grammar.parse(argv)
-            if args is None:  # no command: the help went to stderr
-                return EXIT_BAD_INPUT
-        if argv[0] not in BOUNDED:
-            collector.resume()
+        args = grammar.parse(argv)
+        if args is None:  # no command: the help went to stderr
+            return EXIT_BAD_INPUT
         return COMMANDS[args.subcommand](args)
     except UsageError as err:
         return _fail(argv, str(err))
     except ConfigError as err:
         return _fail_config(argv, err.diagnostics)
     except BrokenPipeError:
-        _silence_stdout()
+        silence_stdout()
         return 0
     except KeyboardInterrupt:
         return 130
@@ -89,71 +70,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"rootguard: internal error: {type(err).__name__}: {err} "
               "(set ROOTGUARD_DEBUG=1 for details)", file=sys.stderr)
         return EXIT_BAD_INPUT
-    finally:
-        collector.restore()
-
-
-# Commands whose work is bounded (no tree walk: a few small files and system calls):
-# the cyclic garbage collector stays paused for the whole command (cli/start.py).
-BOUNDED = frozenset({"roots", "check"})
-
-
-# ``roots`` and ``check`` in their plain spelling are read without argparse: argparse and the
-# gettext it imports, then building the parser, are ~3 ms of a ~28 ms ``rootguard roots``
-# (bench/bench_cli.py). Plain means ``roots FOLDER...`` with no argument starting with "-", and
-# ``check`` with exactly ``--root FOLDER`` (repeatable), ``--op OP`` (once), ``--json`` and PATH
-# [DEST] side by side, no value starting with "-". Any other invocation (``--root=X``, an
-# abbreviation, ``--``, ``--help``, a usage error) goes to the grammar (cli/grammar.py), which
-# reads these the same way (tests/test_cli_speed.py holds the two readings equal).
-CHECK_OPS = ("read", "write", "delete", "rename", "metadata")
-
-
-def plain_arguments(argv: Sequence[str]):
-    """``argv``'s arguments when it is ``roots`` or ``check`` in its plain spelling, else None."""
-    if len(argv) < 2 or argv[0] not in ("roots", "check"):
-        return None
-    if argv[0] == "roots":
-        if any(a.startswith("-") for a in argv[1:]):
-            return None
-        return _namespace(folders=list(argv[1:]), json=False, subcommand="roots")
-    return _plain_check(argv[1:])
-
-
-def _plain_check(rest: Sequence[str]):
-    roots: list[str] = []
-    op: str | None = None
-    operands: list[str] = []
-    as_json, index, operands_end = False, 0, -1
-    while index < len(rest):
-        arg = rest[index]
-        if arg in ("--root", "--op"):
-            value = rest[index + 1] if index + 1 < len(rest) else "-"
-            if value.startswith("-") or (arg == "--op" and (op is not None or value not in CHECK_OPS)):
-                return None
-            if arg == "--root":
-                roots.append(value)
-            else:
-                op = value
-            index += 2
-            continue
-        if arg == "--json":
-            as_json = True
-        elif arg.startswith("-") or (operands and operands_end != index):
-            return None  # an option argparse alone reads, or operands apart (argparse takes them apart)
-        else:
-            operands.append(arg)
-            operands_end = index + 1
-        index += 1
-    if not roots or op is None or not 1 <= len(operands) <= 2:
-        return None
-    return _namespace(root=roots, op=op, path=operands[0], dest=operands[1] if len(operands) == 2 else None,
-                      json=as_json, subcommand="check")
-
-
-def _namespace(**values):
-    from types import SimpleNamespace  # imported by the session's modules anyway (enum, through re)
-
-    return SimpleNamespace(**values)
 
 
 def _delegate(name: str, rest: list[str]) -> int:
@@ -469,34 +385,11 @@ def _emit(args, data: dict, text) -> None:
         write(text(data))
 
 
-def write(text: str) -> None:
-    """Print to stdout; a closed pipe (``| head``) ends the output, not the exit code."""
-    try:
-        sys.stdout.write(text + "\n")
-        sys.stdout.flush()
-    except BrokenPipeError:
-        _silence_stdout()
-
-
-def _silence_stdout() -> None:
-    """Point stdout at /dev/null so the interpreter's last flush does not fail."""
-    try:
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-        os.close(devnull)
-    except (OSError, ValueError):
-        pass
-
-
 def _safe(text: str) -> str:
     """A path or message on one line: control characters shown escaped."""
     from lsp_bridge.inventory.text import one_line
 
     return one_line(text)
-
-
-def wants_json(argv: Sequence[str]) -> bool:
-    return "--json" in argv[: argv.index("--")] if "--" in argv else "--json" in argv
 
 
 def _fail(argv: Sequence[str], message: str) -> int:

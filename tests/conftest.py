@@ -19,6 +19,17 @@ GIT_ENV = {
 }
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """A test that runs a Qt event loop gets its time limit from a thread (pytest-timeout's "thread"
+    method: every thread's stack, then the run ends): the default "signal" method's SIGALRM handler
+    is Python code, which never runs while Qt's C++ loop waits (``qtbot.wait``)."""
+    for item in items:
+        if {"qtbot", "qapp"} & set(getattr(item, "fixturenames", ())):
+            closest = item.get_closest_marker("timeout")
+            seconds = (closest.kwargs.get("timeout") or (closest.args[0] if closest.args else None)) if closest else None
+            item.add_marker(pytest.mark.timeout(seconds, method="thread"), append=False)
+
+
 @pytest.fixture(autouse=True)
 def isolated_user(tmp_path_factory, monkeypatch):
     """No test reads or writes the real user's configuration or state."""
@@ -39,7 +50,7 @@ def isolated_user(tmp_path_factory, monkeypatch):
 
 
 def git(cwd: Path | str, *args: str) -> str:
-    result = subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, text=True)
+    result = subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, text=True, timeout=120)
     return result.stdout
 
 

@@ -221,7 +221,7 @@ def test_e_a_request_rule_is_answered_allow_once_by_a_real_tray_and_the_audit_na
             assert "ship on friday" in run.result_text(), run.describe()
     finally:
         stop(tray)
-        subprocess.run(["rm", "-rf", str(sock_dir)], check=False)
+        subprocess.run(["rm", "-rf", str(sock_dir)], check=False, timeout=120)
     approved = [r for r in records(guarded.agent.name) if r.get("canonicalization") == str(target)]
     assert approved and approved[-1]["approval"] == "allow_once", approved
     assert approved[-1]["client"] == f"rootguard hook {guarded.agent.name}"

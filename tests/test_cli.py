@@ -440,6 +440,7 @@ def test_base_install_carries_the_language_server_and_extras_stay_optional():
     assert set(project["optional-dependencies"]) >= {"tray", "mcp"}
 
 
+@pytest.mark.timeout(780)  # a venv (120 s) and pip install (600 s) at most
 def test_a_fresh_install_prints_no_warning(tmp_path):
     """What scripts/demo.sh runs on a fresh machine: an editable install, quiet."""
     here = Path(__file__).resolve().parent.parent

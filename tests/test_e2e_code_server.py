@@ -21,6 +21,7 @@ ENV = dict(os.environ)  # before conftest replaces HOME: npm and the installer n
 
 pytestmark = [
     pytest.mark.slow,  # minutes: the .vsix is built, code-server and Chromium run
+    pytest.mark.timeout(1800),  # the script's own limit (1500 s) and the first install of code-server
     pytest.mark.skipif(shutil.which("npm") is None or shutil.which("node") is None,
                        reason="Node and npm are needed for code-server"),
 ]

@@ -109,8 +109,8 @@ def test_git_directory_is_reported_with_history_and_the_deleted_secret(demo, wid
     assert not os.path.exists(os.path.join(demo.repo, DELETED_SECRET))
     assert git.via == (demo.repo,)
     du = shutil.which("du")
-    if du and subprocess.run([du, "-sb", os.devnull], capture_output=True).returncode == 0:
-        sizes = subprocess.run([du, "-sb", git.path], capture_output=True, text=True, check=True)
+    if du and subprocess.run([du, "-sb", os.devnull], capture_output=True, timeout=120).returncode == 0:
+        sizes = subprocess.run([du, "-sb", git.path], capture_output=True, text=True, check=True, timeout=120)
         assert git.bytes == int(sizes.stdout.split()[0])
     else:
         assert git.bytes > 0
@@ -244,7 +244,7 @@ def test_a_new_commit_is_seen_in_the_commit_count(small):
     env.update(GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@x", GIT_COMMITTER_NAME="t",
                GIT_COMMITTER_EMAIL="t@x")
     subprocess.run(["git", "-C", small.repo, "-c", "commit.gpgsign=false", "commit", "-q",
-                    "--allow-empty", "-m", "one more"], env=env, check=True)
+                    "--allow-empty", "-m", "one more"], env=env, check=True, timeout=120)
     assert cache.report([small.narrow], [small.repo]).git[0].commits == 5
 
 
@@ -256,7 +256,7 @@ def git(repo, *args: str) -> None:
     env.update(GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@x", GIT_COMMITTER_NAME="t",
                GIT_COMMITTER_EMAIL="t@x", GIT_CONFIG_NOSYSTEM="1", GIT_CONFIG_GLOBAL=os.devnull)
     subprocess.run(["git", "-C", str(repo), "-c", "commit.gpgsign=false", *args], env=env,
-                   check=True, capture_output=True)
+                   check=True, capture_output=True, timeout=120)
 
 
 def new_repo(path: Path, commits: int) -> Path:
@@ -379,7 +379,7 @@ def test_an_unchanged_repository_needs_no_git_process_the_second_time(tmp_path, 
     settle = change_key.MARGIN_NS / 1e9 + 0.05
     repo = new_repo(tmp_path / "svc", commits=3)
     parent = subprocess.run(["git", "rev-parse", "HEAD~1"], cwd=repo, capture_output=True, text=True,
-                            check=True).stdout.strip()
+                            check=True, timeout=120).stdout.strip()
     time.sleep(settle)
     assert inventory([], [str(repo)]).git[0].commits == 3  # read with git, kept with the refs' keys
 
@@ -414,7 +414,7 @@ def test_refs_reached_through_a_link_are_always_asked_of_git(tmp_path):
     time.sleep(change_key.MARGIN_NS / 1e9 + 0.05)
     assert history.refs_stat(str(repo / ".git")) is None
     assert inventory([], [str(repo)]).git[0].commits == 2
-    subprocess.run(["git", "commit", "-q", "--allow-empty", "-m", "more"], cwd=repo, check=True)
+    subprocess.run(["git", "commit", "-q", "--allow-empty", "-m", "more"], cwd=repo, check=True, timeout=120)
     assert inventory([], [str(repo)]).git[0].commits == 3
 
 
@@ -451,14 +451,14 @@ def test_importing_is_cheap_and_warm_up_loads_the_detectors(tmp_path):
             "print('detect_secrets' in sys.modules, 'requests' in sys.modules)\n"
             f"print(secrets.count_credentials({str(env_file)!r}))\n"
             "print('detect_secrets' in sys.modules)\n")
-    first = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    first = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120).stdout.split()
     assert first == ["False", "True", "True", "3", "True"]
     cache = Path(os.environ["XDG_CACHE_HOME"]) / "rootguard" / "detect-secrets-patterns.json"
     assert cache.exists()
-    second = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    second = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120).stdout.split()
     assert second == ["False", "False", "False", "3", "True"]  # the JWT line needed its plugin
     cache.write_text("{not json")  # a damaged cache is not trusted: the plugins are imported again
-    third = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    third = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120).stdout.split()
     assert third == first
 
 

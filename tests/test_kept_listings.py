@@ -177,7 +177,8 @@ def test_listings_racing_changes_never_show_an_entry_the_directory_never_had(rep
             assert seen["hidden"] == 0 and seen["directories"] == ["lib"]
     finally:
         stop.set()
-        thread.join()
+        thread.join(30)
+    assert not thread.is_alive()
     assert listing(tools) == fresh(repo)
     time.sleep(SETTLE)
     assert listing(tools) == fresh(repo) and listing(tools) == fresh(repo)

@@ -29,7 +29,7 @@ def long_history(repo: Path, commits: int = COMMITS, files: int = FILES_PER_TREE
 
     def git(*args: str, data: bytes | None = None) -> str:
         return subprocess.run(["git", "-C", str(repo), *args], input=data, capture_output=True,
-                              check=True).stdout.decode().strip()
+                              check=True, timeout=120).stdout.decode().strip()
 
     blobs = [git("hash-object", "-w", "--stdin", data=text) for text in (b"a\n", b"b\n")]
     trees = [git("mktree", data="".join(f"100644 blob {b}\tf{i}.txt\n" for i in range(files)).encode())

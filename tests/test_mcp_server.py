@@ -154,7 +154,7 @@ def sock_dir():
     path = tempfile.mkdtemp(prefix="rg-")  # a unix socket path must stay short
     os.chmod(path, 0o700)
     yield Path(path)
-    subprocess.run(["rm", "-rf", path], check=False)
+    subprocess.run(["rm", "-rf", path], check=False, timeout=120)
 
 
 # ---------------------------------------------------------------------------
@@ -491,7 +491,7 @@ def test_without_root_or_client_roots_it_refuses_to_start(ws):
     finally:
         if proc.poll() is None:
             proc.kill()
-            proc.wait()
+            proc.wait(10)
         proc.stdin.close()
     assert "--root" in reply["error"]["message"] and "current directory is never used" in reply["error"]["message"]
     assert b"no roots" in proc.stderr.read()

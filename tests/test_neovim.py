@@ -14,6 +14,7 @@ from lsp_bridge.cli.demo_repo import build_monorepo
 
 NVIM = shutil.which("nvim")
 SCRIPT = Path(__file__).parent / "nvim" / "widening.lua"
+pytestmark = pytest.mark.timeout(300)  # a demo repository and a headless Neovim (120 s at most)
 
 
 def run_neovim(tmp_path: Path, demo, *, start_both: bool, choices: str = "", wait_for: str = "") -> list[str]:

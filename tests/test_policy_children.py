@@ -82,7 +82,7 @@ def test_listing_fast_path_matches_the_engine(tmp_path_factory, dirs, files, rul
     base = Path(os.path.realpath(tempfile.mkdtemp(dir=tmp_path_factory.getbasetemp())))
     repo = base / "repo"
     repo.mkdir()
-    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    subprocess.run(["git", "init", "-q", str(repo)], check=True, timeout=120)
     text = _toml(rules, worktrees)
     (repo / ".rootguard.toml").write_text(text if where == "project" else "version = 2\n")
     for d in dirs:
@@ -113,8 +113,8 @@ def test_listing_fast_path_matches_the_engine(tmp_path_factory, dirs, files, rul
         (repo / "in-link").symlink_to("gen")
     sibling = base / "repo-wt"
     subprocess.run(["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q",
-                    "--allow-empty", "-m", "init"], check=True)
-    subprocess.run(["git", "-C", str(repo), "worktree", "add", "-q", str(sibling)], check=True)
+                    "--allow-empty", "-m", "init"], check=True, timeout=120)
+    subprocess.run(["git", "-C", str(repo), "worktree", "add", "-q", str(sibling)], check=True, timeout=120)
     env = {"HOME": str(base / "home"), "XDG_CONFIG_HOME": str(base / "home" / ".config")}
     if where == "user":
         (base / "user.toml").write_text(text)

@@ -21,6 +21,7 @@ REPO = Path(__file__).resolve().parents[1]
 ROOTGUARD = [sys.executable, "-m", "lsp_bridge.cli.main"]
 FAKE = str(REPO / "tests" / "fake_mcp_server.py")
 REFERENCE_PACKAGE = "@modelcontextprotocol/server-filesystem"
+pytestmark = pytest.mark.timeout(1200)  # npm installs the reference server (600 s), a probe takes up to 600 s
 OUTSIDE_KINDS = {"outside", "prefix_sibling", "traversal", "encoded", "absolute", "symlink_out", "dangling"}
 
 

@@ -425,7 +425,7 @@ def _as_nobody():
     setpriv = shutil.which("setpriv")
     if os.geteuid() != 0 or setpriv is None:
         pytest.skip("needs root to switch to nobody with setpriv")
-    found = subprocess.run(["id", "-u", "nobody"], capture_output=True, text=True)
+    found = subprocess.run(["id", "-u", "nobody"], capture_output=True, text=True, timeout=120)
     if found.returncode != 0:
         pytest.skip("no user nobody")
     uid = int(found.stdout)
@@ -438,7 +438,8 @@ def _system_python_running_rootguard() -> list[str] | None:
     system = "/usr/bin/python3"
     if not os.access(system, os.X_OK):
         return None
-    version = subprocess.run([system, "-c", "import sys; print(sys.version_info[:2])"], capture_output=True, text=True)
+    version = subprocess.run([system, "-c", "import sys; print(sys.version_info[:2])"], capture_output=True, text=True,
+                             timeout=120)
     if version.stdout.strip() != str(sys.version_info[:2]):
         return None
     import site

@@ -24,6 +24,7 @@ from lsp_bridge.trace.strace import parse_lines, skip_until_exec
 
 REPO = Path(__file__).resolve().parents[1]
 ROOTGUARD = [sys.executable, "-m", "lsp_bridge.cli.main"]
+pytestmark = pytest.mark.timeout(900)  # strace rounds of a node build (300-600 s at most each)
 NEEDS = pytest.mark.skipif(not (shutil.which("strace") and shutil.which("bwrap") and shutil.which("node")),
                            reason="strace, bubblewrap and node are needed (scripts/bootstrap.sh --test installs them)")
 
@@ -86,7 +87,7 @@ def mono(tmp_path):
         dirs[:] = [d for d in dirs if d != ".git"]
         for name in files + dirs:
             os.utime(os.path.join(top, name), (past, past), follow_symlinks=False)
-    subprocess.run(["git", "update-index", "-q", "--really-refresh"], cwd=tree, capture_output=True)
+    subprocess.run(["git", "update-index", "-q", "--really-refresh"], cwd=tree, capture_output=True, timeout=120)
     return {"demo": demo, "tree": tree, "root": root, "pkg": pkg, "repo": Path(demo.repo)}
 
 

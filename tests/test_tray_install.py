@@ -25,6 +25,7 @@ SYSTEM_PYTHON = shutil.which("python3", path="/usr/local/bin:/usr/bin:/bin")
 
 pytestmark = [
     pytest.mark.slow,
+    pytest.mark.timeout(1800),  # the module's bundle (node, up to 900 s) counts in its first test
     pytest.mark.skipif(shutil.which("node") is None, reason="Node builds the .vsix bundle"),
 ]
 

@@ -32,7 +32,7 @@ def sock_dir():
     path = tempfile.mkdtemp(prefix="rg-")
     os.chmod(path, 0o700)
     yield Path(path)
-    subprocess.run(["rm", "-rf", path], check=False)
+    subprocess.run(["rm", "-rf", path], check=False, timeout=120)
 
 
 class Raw:
@@ -335,7 +335,7 @@ def test_after_a_tray_restart_clients_reconnect_and_are_served(sock_dir):
         assert await client.start()
         await client.publish_status({"roots": ["/repo"], "union": ["/repo"], "widened": False})
         first.kill()
-        first.wait()
+        first.wait(10)
         await wait_until(lambda: not client.connected)
         assert (await client.request_access("read_file", "read", ["/repo/a"])).answer == "no_approver"
         second = start_tray(sock, "--headless", "--auto-answer", "allow_once")

@@ -22,7 +22,10 @@ VSIX = EXTENSION / "rootguard.vsix"
 # replaces HOME per test, so remember the real environment for npm.
 NPM_ENV = dict(os.environ)
 
-pytestmark = pytest.mark.skipif(shutil.which("npm") is None, reason="npm is not installed: cannot build the VS Code extension")
+pytestmark = [
+    pytest.mark.skipif(shutil.which("npm") is None, reason="npm is not installed: cannot build the VS Code extension"),
+    pytest.mark.timeout(1200),  # npm ci and npm run package (600 s each at most) count in the first test that needs them
+]
 
 
 def npm(*args: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:

@@ -45,7 +45,7 @@ def git(cwd: Path, *args: str) -> str:
     env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")} | GIT_ENV
     done = subprocess.run(
         ["git", "-c", "protocol.file.allow=always", *args],
-        cwd=cwd, env=env, check=True, capture_output=True, text=True,
+        cwd=cwd, env=env, check=True, capture_output=True, text=True, timeout=120,
     )
     return done.stdout
 
@@ -153,7 +153,7 @@ def test_locked_worktree_keeps_its_reason_and_stays_a_sibling(project):
 
 
 def test_removed_worktree_is_prunable_and_never_a_sibling(project):
-    subprocess.run(["rm", "-rf", str(project["wt-b"])], check=True)
+    subprocess.run(["rm", "-rf", str(project["wt-b"])], check=True, timeout=120)
     loc = locate(str(project["wt-a"])).location
     gone = next(w for w in loc.worktrees if w.name == "wt-b")
     assert gone.prunable and gone.missing and not gone.locked
@@ -166,7 +166,7 @@ def test_removed_worktree_is_prunable_and_never_a_sibling(project):
 
 def test_locked_worktree_whose_directory_is_gone_is_not_a_sibling(project):
     git(project["repo"], "worktree", "lock", "--reason", "offline", str(project["wt-c"]))
-    subprocess.run(["rm", "-rf", str(project["wt-c"])], check=True)
+    subprocess.run(["rm", "-rf", str(project["wt-c"])], check=True, timeout=120)
     entry = next(w for w in locate(str(project["repo"])).location.worktrees if w.name == "wt-c")
     assert (entry.locked, entry.missing, entry.prunable) == (True, True, False)
     assert str(project["wt-c"]) not in sibling_worktrees(locate(str(project["repo"])).location)
@@ -519,7 +519,7 @@ def test_git_worktree_commands_are_followed(project, tmp_path):
     assert "wt-c" not in states(locate(str(repo)))
 
     settle(repo)
-    subprocess.run(["rm", "-rf", str(added)], check=True)
+    subprocess.run(["rm", "-rf", str(added)], check=True, timeout=120)
     found = locate(str(repo))
     assert states(found)["wt-d"][3:] == (True, True)
     assert str(added) not in sibling_worktrees(found.location)

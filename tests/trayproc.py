@@ -45,4 +45,4 @@ def stop(proc: subprocess.Popen) -> None:
             proc.wait(10)
         except subprocess.TimeoutExpired:
             proc.kill()
-            proc.wait()
+            proc.wait(10)

@@ -120,7 +120,7 @@ def _run_sdk(argv: list[str], env: dict[str, str], cwd: str, sdk: dict[str, Any]
         proc.wait(timeout=30)
     except subprocess.TimeoutExpired:
         proc.kill()
-        proc.wait()
+        proc.wait(10)
     killer.cancel()
     reader.join(10)
     return proc.returncode, "".join(json.dumps(e) + "\n" for e in events), "".join(errors), events

@@ -32,12 +32,27 @@ from _thread import allocate_lock  # threading.Lock, without importing threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
+from lsp_bridge.core.decision import Target
 from lsp_bridge.core.paths import is_within
 
 if TYPE_CHECKING:  # pragma: no cover
-    from lsp_bridge.core.policy import Policy
+    from lsp_bridge.core.decision import Decision
+    from lsp_bridge.core.rules import RuleSet
+    from lsp_bridge.core.scope import Scope
+
+
+class Engine(Protocol):
+    """What the index asks of the engine (``core.policy.Policy``; a Protocol, so that this module
+    does not import the engine that owns the index)."""
+
+    @property
+    def scope(self) -> Scope: ...
+
+    def rulesets(self) -> list[RuleSet]: ...
+
+    def decide_target(self, op: str, target: Target, *, reported_op: str | None = None) -> Decision: ...
 
 TTL = 30.0
 MAX_ENTRIES = 500_000
@@ -63,7 +78,7 @@ def no_walk() -> Iterator[None]:
 class HardLinkIndex:
     """The inodes of files a deny rule covers for ``read`` inside the union, built lazily."""
 
-    def __init__(self, policy: Policy) -> None:
+    def __init__(self, policy: Engine) -> None:
         self._policy = policy
         self._lock = allocate_lock()
         self._built = -1e18
@@ -127,12 +142,10 @@ class HardLinkIndex:
     # -- building ----------------------------------------------------------------
 
     def _build(self) -> None:
-        from lsp_bridge.core.policy import Target
-
         policy = self._policy
         union = [e.path for e in policy.scope.union.entries]
         anchors: list[tuple[str, bool]] = []
-        for ruleset in {id(rs): rs for _, rs in policy._roots}.values():
+        for ruleset in policy.rulesets():
             for rule in ruleset.config.paths:
                 if rule.read == "deny":
                     anchors.append((rule.anchor, rule.source == "project"))

@@ -13,10 +13,18 @@ import asyncio
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
-if TYPE_CHECKING:
-    from lsp_bridge.lsp.server import RootGuardServer
+
+class ProgressClient(Protocol):
+    """The server's work-done progress calls (``RootGuardServer``; a Protocol, so that the server
+    imports this module and not the other way round)."""
+
+    async def _progress_begin(self, title: str) -> Any: ...
+
+    def _progress_report(self, token: Any, message: str) -> None: ...
+
+    def _progress_end(self, token: Any) -> None: ...
 
 
 class Scans:
@@ -73,7 +81,7 @@ class ScanProgress:
     sees begin, the reports, then end, before the status that carries the result.
     """
 
-    def __init__(self, ls: RootGuardServer, loop: asyncio.AbstractEventLoop) -> None:
+    def __init__(self, ls: ProgressClient, loop: asyncio.AbstractEventLoop) -> None:
         self._ls = ls
         self._loop = loop
         self._token: str | None = None

@@ -274,7 +274,7 @@ FILE = "/project/.rootguard.toml"
     [
         (
             'version = 2\n[workspace]\nroot = ["."]\n',
-            "3:1: error: unknown key `workspace.root` (expected one of: roots, worktrees) [unknown-key]",
+            "3:1: error: unknown key `workspace.root` (expected one of: roots, worktrees, git) [unknown-key]",
         ),
         (
             "version = 2\nroots = []\n",
@@ -365,7 +365,7 @@ def test_a_file_with_an_error_yields_no_configuration(home, repo):
     assert result.config is None
     assert errors(result) == [
         f"{repo / '.rootguard.toml'}:4:1: error: unknown key `workspace.worktree` "
-        "(expected one of: roots, worktrees) [unknown-key]"
+        "(expected one of: roots, worktrees, git) [unknown-key]"
     ]
 
 

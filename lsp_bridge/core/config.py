@@ -72,6 +72,7 @@ from lsp_bridge.core.paths import canonical, is_within
 from lsp_bridge.core.settings import (
     AGENT_SHELL_STRICTNESS,
     DENY_ALL,
+    GIT_LOOSENESS,
     PROJECT_FILE_NAME,
     Config,
     Mount,
@@ -148,6 +149,10 @@ def _merge(layers: list[Layer]) -> dict[str, Any]:
             current = fields.get("agent_shell", "confine")
             if layer.source != "project" or AGENT_SHELL_STRICTNESS[layer.agent_shell] > AGENT_SHELL_STRICTNESS[current]:
                 fields["agent_shell"] = layer.agent_shell
+        if layer.git is not None:  # likewise: a cloned repository cannot hand its own .git over
+            current = fields.get("git", "none")
+            if layer.source != "project" or GIT_LOOSENESS[layer.git] < GIT_LOOSENESS[current]:
+                fields["git"] = layer.git
         rules = _merge_by(rules, layer.paths, lambda rule: (rule.source, rule.id))  # ids are per source
         mounts = _merge_by(mounts, layer.mounts, lambda mount: mount.target)
         safety.update(layer.safety)
@@ -402,6 +407,8 @@ def loosening(old: Config, new: Config) -> list[str]:
         reasons.append("workspace.roots changed")
     if _LOOSER_WORKTREES.get(new.worktrees, 2) > _LOOSER_WORKTREES.get(old.worktrees, 2):
         reasons.append(f"worktrees = {new.worktrees!r} (was {old.worktrees!r})")
+    if GIT_LOOSENESS.get(new.git, 2) > GIT_LOOSENESS.get(old.git, 2):
+        reasons.append(f"workspace.git = {new.git!r} (was {old.git!r})")
     if AGENT_SHELL_STRICTNESS.get(new.agent_shell, 0) < AGENT_SHELL_STRICTNESS.get(old.agent_shell, 0):
         reasons.append(f"agents.shell = {new.agent_shell!r} (was {old.agent_shell!r})")
     for name in ("allow_any_path", "allow_external_roots", "allow_temp_directory", "follow_symlinks"):

@@ -20,7 +20,7 @@ from lsp_bridge.core.config_files import read_config_text
 from lsp_bridge.core.diagnostics import Diagnostic, has_errors
 from lsp_bridge.core.globs import GlobError, check_pattern
 from lsp_bridge.core.paths import canonical
-from lsp_bridge.core.settings import AGENT_SHELL_MODES, VERDICTS, WORKTREE_MODES, Mount, PathRule
+from lsp_bridge.core.settings import AGENT_SHELL_MODES, GIT_MODES, VERDICTS, WORKTREE_MODES, Mount, PathRule
 from lsp_bridge.core.toml_positions import (
     KeyPath,
     _display,
@@ -59,7 +59,7 @@ V1_REPLACEMENTS: Mapping[str, str] = {
 }
 
 TOP_KEYS = ("version", "workspace", "approvals", "agents", "paths", "mounts", "safety")
-WORKSPACE_KEYS = ("roots", "worktrees")
+WORKSPACE_KEYS = ("roots", "worktrees", "git")
 APPROVAL_KEYS = ("timeout_seconds",)
 AGENTS_KEYS = ("shell",)
 PATH_KEYS = ("id", "path", "policies", "includes", "excludes", "follow_symlinks")
@@ -84,6 +84,7 @@ class Layer:
     mounts: tuple[Mount, ...] = ()
     safety: Mapping[str, bool] = field(default_factory=dict)  # v1 booleans written
     agent_shell: str | None = None  # [agents] shell
+    git: str | None = None  # [workspace] git
 
 
 @dataclass(frozen=True)
@@ -271,10 +272,12 @@ def _check_safety(ck: _Checker, data: dict[str, Any], version: int | None) -> di
     return found
 
 
-def _check_workspace(ck: _Checker, data: dict[str, Any], base_dir: str | None) -> tuple[tuple[str, ...] | None, str | None]:
+def _check_workspace(
+    ck: _Checker, data: dict[str, Any], base_dir: str | None
+) -> tuple[tuple[str, ...] | None, str | None, str | None]:
     table = ck.table(data.get("workspace", {}), ("workspace",), WORKSPACE_KEYS)
     if table is None:
-        return None, None
+        return None, None, None
     roots = None
     if "roots" in table:
         texts = ck.strings(table["roots"], ("workspace", "roots"))
@@ -289,7 +292,8 @@ def _check_workspace(ck: _Checker, data: dict[str, Any], base_dir: str | None) -
     worktrees = None
     if "worktrees" in table:
         worktrees = ck.choice(table["worktrees"], ("workspace", "worktrees"), WORKTREE_MODES)
-    return roots, worktrees
+    git = ck.choice(table["git"], ("workspace", "git"), GIT_MODES) if "git" in table else None
+    return roots, worktrees, git
 
 
 def _check_approvals(ck: _Checker, data: dict[str, Any]) -> float | None:
@@ -472,14 +476,14 @@ def _check_document(
     if version == 1:
         _version_notice(ck, data)
     follow_default = {**V1_SAFETY_DEFAULTS, **safety}["follow_symlinks"] if version == 1 else False
-    roots, worktrees = _check_workspace(ck, data, base_dir)
+    roots, worktrees, git = _check_workspace(ck, data, base_dir)
     timeout = _check_approvals(ck, data)
     shell = _check_agents(ck, data)
     rules = _check_paths(ck, data, source, file, base_dir, follow_default)
     mounts = _check_mounts(ck, data, file, base_dir)
     if has_errors(ck.diagnostics) or version is None:
         return None
-    return Layer(source, file, version, roots, worktrees, timeout, rules, mounts, safety, shell)
+    return Layer(source, file, version, roots, worktrees, timeout, rules, mounts, safety, shell, git)
 
 
 # --------------------------------------------------------------------------- parsing

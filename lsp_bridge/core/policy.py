@@ -62,6 +62,7 @@ from lsp_bridge.core.decision import (
     Target,
     inspect,
 )
+from lsp_bridge.core.git_access import lifts_protection
 from lsp_bridge.core.memo import DEFAULT_LIMIT, DecisionMemo
 from lsp_bridge.core.paths import fold, is_within, realpath
 from lsp_bridge.core.protected import ProtectedAreas, default_areas, protected_reason
@@ -409,6 +410,8 @@ class Policy:
             why = protected_reason(path, self.areas)
             named = (win is not None and win[0].rule.source == "user" and not win[0].rule.includes
                      and win[0].anchor == key)  # a user rule naming this very path
+            if win is not None and lifts_protection(win[0].rule, win[0].anchor, key, need):
+                why = None  # git = "write": below the git directory, the built-in git-code rule keeps code read-only
             if why is not None and not named:
                 verdict, reason = "request", f"a protected target: {why}; changing it needs approval"
         return verdict, (rule if win is not None else None), reason

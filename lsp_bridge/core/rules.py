@@ -32,7 +32,7 @@ if TYPE_CHECKING:
 Specificity = tuple[int, int, int]
 _ = literal_prefix  # re-exported
 # Sources whose rules form the floor a project file cannot loosen (PRODUCT.md "Layering").
-FLOOR_SOURCES = frozenset({"builtin", "user", "environment", "session"})
+FLOOR_SOURCES = frozenset({"builtin", "user", "environment", "session", "git"})
 
 
 @dataclass(frozen=True)
@@ -76,7 +76,7 @@ class RuleSet:
         self.config = config
         self.protected = frozenset(fold(p) for p in config.files)
         by_anchor: dict[str, list[CompiledRule]] = {}
-        for rule in config.paths:
+        for rule in (*config.paths, *scope.git_rules):  # [workspace] git's built-in rules (core/git_access.py)
             exact = rule.is_file and not rule.includes  # resolved when loading: compilation reads no disk
             excludes = GlobSet(rule.excludes)
             includes = GlobSet(rule.includes)

@@ -26,10 +26,11 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from lsp_bridge.core import git_access
 from lsp_bridge.core import worktrees as wt
 from lsp_bridge.core.diagnostics import Diagnostic
 from lsp_bridge.core.paths import canonical, read_regular, relative_to
-from lsp_bridge.core.settings import Config
+from lsp_bridge.core.settings import Config, PathRule
 from lsp_bridge.core.union import Candidate, Union, compute_union
 
 if TYPE_CHECKING:
@@ -70,6 +71,10 @@ class Scope:
     approval_only: Union = field(default_factory=Union)
     # Git admin directories of the folders' repositories (protected targets).
     admin_dirs: tuple[str, ...] = ()
+    # [workspace] git: the roots' checkouts with their git directories and the mode, and the built-in
+    # rules that decide the git directories granted (core/git_access.py).
+    git: tuple[git_access.GitGrant, ...] = ()
+    git_rules: tuple[PathRule, ...] = ()
 
     @property
     def first_root(self) -> str | None:
@@ -101,6 +106,7 @@ def build_scope(folders: Sequence[str], config: Config, *, locate: Locator | Non
     extra: list[Candidate] = []
     seen_checkouts: set[str] = set()
     admin_dirs: list[str] = []
+    locations: list[wt.GitLocation] = []
     for cand in list(base):
         if not (os.path.isabs(cand.path) and os.path.isdir(cand.path)):
             continue  # rejected by compute_union below, with a diagnostic
@@ -110,6 +116,7 @@ def build_scope(folders: Sequence[str], config: Config, *, locate: Locator | Non
             admin_dirs.append(pointed)
         if location is None:
             continue
+        locations.append(location)
         for admin in (location.git_dir, location.common_dir, *(w.admin_dir for w in location.worktrees)):
             admin = os.path.realpath(admin) if admin else admin
             if admin and admin not in admin_dirs:
@@ -134,10 +141,14 @@ def build_scope(folders: Sequence[str], config: Config, *, locate: Locator | Non
             extra.append(Candidate(target, "worktree", why))
 
     union = compute_union([*base, *extra])
+    granted = git_access.grants(config.git, locations)
+    if config.git != "none":  # the git directories a root does not already contain join the union (and are counted)
+        wanted = [c for c in git_access.candidates(granted, config.user_file) if not union.contains(c.path)]
+        union = compute_union([*base, *extra, *wanted]) if wanted else union
     diagnostics.extend(d for d in union.diagnostics if d not in diagnostics)
     approval_only = compute_union(_v1_widening(config, diagnostics) if config.safety_source == "project" else [])
     return Scope(valid_folders, union, tuple(worktree_roots), tuple(remaps), tuple(diagnostics), approval_only,
-                 tuple(admin_dirs))
+                 tuple(admin_dirs), granted, git_access.rules(granted, config.user_file))
 
 
 def _canonical_folders(folders: Sequence[str]) -> Iterator[str]:

@@ -14,12 +14,14 @@ if TYPE_CHECKING:
 
 Verdict = Literal["allow", "request", "deny"]
 WorktreeMode = Literal["include", "request", "ignore"]
-Source = Literal["builtin", "user", "project", "environment", "session", "toolchain"]
+Source = Literal["builtin", "user", "project", "environment", "session", "toolchain", "git"]
 
 PROJECT_FILE_NAME = ".rootguard.toml"  # the project file's one name (config, grants, the language server)
 VERDICTS: tuple[str, ...] = ("allow", "request", "deny")
 STRICTNESS: dict[str, int] = {"allow": 0, "request": 1, "deny": 2}  # equal specificity: the stricter wins
 WORKTREE_MODES: tuple[str, ...] = ("include", "request", "ignore")
+GIT_MODES: tuple[str, ...] = ("none", "read", "write")  # [workspace] git: git access inside the boundary
+GIT_LOOSENESS: dict[str, int] = {"none": 0, "read": 1, "write": 2}  # a project file may only go down
 AGENT_SHELL_MODES: tuple[str, ...] = ("confine", "deny", "allow")  # [agents] shell: an agent's shell tool, via its hook
 AGENT_SHELL_STRICTNESS: dict[str, int] = {"allow": 0, "confine": 1, "deny": 2}  # a project file may only go up
 DEFAULT_APPROVAL_TIMEOUT = 30.0
@@ -73,6 +75,7 @@ class Config:
     roots: tuple[str, ...] | None = None
     roots_source: Source | None = None
     worktrees: WorktreeMode = "include"
+    git: str = "none"  # [workspace] git: none | read | write (core/git_access.py turns it into rules)
     approval_timeout: float = DEFAULT_APPROVAL_TIMEOUT
     agent_shell: str = "confine"  # [agents] shell: confine | deny | allow
     paths: tuple[PathRule, ...] = ()

@@ -134,7 +134,7 @@ class Limits:
 class Project:
     id: str
     root: str  # canonical
-    origin: str  # root | worktree
+    origin: str  # root | worktree | git (a granted git directory: [workspace] git)
 
 
 @dataclass
@@ -229,8 +229,10 @@ def find_projects(session: Session, roots: Sequence[str], taken: dict[str, str])
         if wt.mode != "ignore" and os.path.isdir(path) and scope is not None and scope.union.contains(path) \
                 and path not in roots:
             worktrees.append(path)
-    ids = assign_project_ids([*roots, *dict.fromkeys(worktrees)], taken)
-    return [Project(i, r, "root" if r in roots else "worktree") for i, r in ids.items()]
+    # [workspace] git = "read" | "write": the git directory a root does not contain is a project of its own.
+    gits = [e.path for e in scope.union.entries if e.origin == "git" and e.path not in roots] if scope else []
+    ids = assign_project_ids([*roots, *dict.fromkeys(worktrees), *gits], taken)
+    return [Project(i, r, "root" if r in roots else "git" if r in gits else "worktree") for i, r in ids.items()]
 
 
 # ---------------------------------------------------------------------------

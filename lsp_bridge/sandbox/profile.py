@@ -44,6 +44,7 @@ from lsp_bridge.core.paths import canonical, depth, is_within, relative_to
 from lsp_bridge.core.policy import Decision, Target, inspect
 from lsp_bridge.core.protected import protected_reason
 from lsp_bridge.core.settings import PROJECT_FILE_NAME
+from lsp_bridge.sandbox.git_env import git_env
 
 SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc")
 SYSTEM_MASKS = ("/etc/shadow", "/etc/shadow-", "/etc/gshadow", "/etc/gshadow-", "/etc/ssh/ssh_host_*_key")
@@ -343,9 +344,11 @@ class _Builder:
         # Parents before children (a stable sort: the system part first at equal depth), so a
         # union entry at / or /tmp (version 1 meanings) goes under /proc, /dev and the masks.
         ordered = sorted(self.system + ops, key=lambda op: depth(op.target))
+        chdir = self.chdir()
+        git = git_env(self.session.scope.git, chdir, lambda p: self.state_at(p) in ("rw", "ro"), self.user_file)
         return Profile(
             ops=tuple(ordered),
-            chdir=self.chdir(),
+            chdir=chdir,
             hidden=tuple(self.hidden),
             unenforceable=tuple(self.unenforceable),
             landlock_ro=ro,
@@ -354,6 +357,7 @@ class _Builder:
             shim_source=shim,
             notes=tuple(self.notes),
             guarded=self.guarded(),
+            env=(*Profile.env, *git),  # [workspace] git: how git finds the repository, or why it may not
         )
 
     def add_system(self) -> None:
@@ -518,8 +522,10 @@ class _Builder:
                     name in PROTECTED_VSCODE and os.path.basename(directory) == ".vscode"
                 ) or (name in PROTECTED_GITHUB and os.path.basename(directory) == ".github")
                 if writable and protected and protected_reason(path, self.policy.areas) is not None:
-                    candidates[path] = "protected"
-                    continue  # read-only as a whole: nothing below needs looking at
+                    if not self.git_writable(path):
+                        candidates[path] = "protected"
+                        continue  # read-only as a whole: nothing below needs looking at
+                    candidates.setdefault(path, "rule")  # git = "write": its code paths are named by git-code
                 named = path in anchors or any(_names(c, path) for c in rules)
                 if named or (hard and not is_dir and _several_links(entry)):
                     candidates.setdefault(path, "rule")
@@ -550,7 +556,7 @@ class _Builder:
                 self.state[path] = "masked"  # not mounted: stays out (its allowed entries are bound inside)
             return
         write = self.decide("write", path)
-        want = "rw" if write.decision == "allow" and not protected else "ro"
+        want = "rw" if write.decision == "allow" and (not protected or write.rule_source == "git") else "ro"
         if want == here:
             return
         if want == "ro":
@@ -558,6 +564,11 @@ class _Builder:
             self.add(MountOp("ro-bind", path, path, why), "ro")
         else:
             self.add(MountOp("bind", path, path, f"writable: {write.reason}"), "rw")
+
+    def git_writable(self, path: str) -> bool:
+        """A ``.git`` the engine lets the command write: ``[workspace] git = "write"`` (core/git_access.py)."""
+        write = self.decide("write", path)
+        return write.decision == "allow" and write.rule_source == "git"
 
     def guarded(self) -> tuple[str, ...]:
         """The visible trees (union entries, rules' anchors) where a rule that hides or asks could name

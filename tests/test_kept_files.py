@@ -66,7 +66,7 @@ def test_fifos_in_the_state_directory_hang_neither_the_acknowledgements_nor_the_
         "from lsp_bridge.lsp.acknowledgements import AcknowledgementStore\n"
         "store = AcknowledgementStore(sys.argv[1])\n"
         "print(store.load(), store.error)\n"
-        "from lsp_bridge.approvals.queue import ApprovalQueue\n"
+        "from tray.queue import ApprovalQueue\n"
         "from tray.history import History\n"
         "queue = ApprovalQueue()\n"
         "History(sys.argv[2]).load_into(queue)\n"

@@ -4,8 +4,8 @@ import pytest
 
 from lsp_bridge.approvals import protocol
 from lsp_bridge.approvals.protocol import AccessRequest, Target
-from lsp_bridge.approvals.queue import ApprovalQueue, QueueError, Requester
 from tray.icons import icon_state
+from tray.queue import ApprovalQueue, QueueError, Requester
 from tray.sessions import SessionRegistry, describe
 
 

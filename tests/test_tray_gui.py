@@ -24,11 +24,11 @@ from PySide6.QtWidgets import QSystemTrayIcon  # noqa: E402
 from lsp_bridge.approvals import protocol  # noqa: E402
 from lsp_bridge.approvals.client import TrayClient  # noqa: E402
 from lsp_bridge.approvals.protocol import AccessRequest, Target  # noqa: E402
-from lsp_bridge.approvals.queue import ApprovalQueue, Requester  # noqa: E402
 from lsp_bridge.core.config import parse_file  # noqa: E402
 from tray.app import TrayApp  # noqa: E402
 from tray.broker import Broker  # noqa: E402
 from tray.prompt import ApprovalPrompt  # noqa: E402
+from tray.queue import ApprovalQueue, Requester  # noqa: E402
 
 USER_TEXT = "# my settings — keep me\nversion = 2\n\n[approvals]\ntimeout_seconds = 30  # default\n"
 

@@ -8,11 +8,11 @@ from PySide6.QtCore import QObject, Qt, QTimer
 from PySide6.QtGui import QFont
 from PySide6.QtWidgets import QMenu, QSystemTrayIcon
 
-from lsp_bridge.approvals.queue import Pending
 from lsp_bridge.core.grants import GrantError, always_rules, write_always_rule
 from tray.broker import Broker
 from tray.icons import STATES, icon_state, load_icon, notes_of, tooltip
 from tray.prompt import DEFAULT_KEY_GUARD_MS, ApprovalPrompt
+from tray.queue import Pending
 from tray.sessions import describe
 from tray.window import ANSWER_TEXT, MainWindow, clock_text, paths_text
 

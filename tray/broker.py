@@ -21,9 +21,9 @@ from PySide6.QtNetwork import QLocalServer, QLocalSocket
 
 from lsp_bridge.approvals import protocol
 from lsp_bridge.approvals.protocol import ProtocolError
-from lsp_bridge.approvals.queue import Answer, ApprovalQueue, DecisionRecord, Pending, QueueError, Requester
 from lsp_bridge.approvals.runtime import ensure_private_dir, lock_path, peer_uid
 from tray.hooks import Hook
+from tray.queue import Answer, ApprovalQueue, DecisionRecord, Pending, QueueError, Requester
 from tray.sessions import SessionRegistry
 
 from . import qtcompat  # noqa: F401  (first: guards PySide6 6.12 on Python 3.11)

@@ -102,9 +102,9 @@ def _application(headless: bool):
 
 
 def _broker(args, path: str):
-    from lsp_bridge.approvals.queue import ApprovalQueue
     from tray.broker import Broker
     from tray.history import History
+    from tray.queue import ApprovalQueue
 
     timeout = args.timeout if args.timeout is not None else user_timeout()
     return Broker(path, queue=ApprovalQueue(timeout), auto_answer=args.auto_answer, history=History())

@@ -14,9 +14,9 @@ import logging
 import os
 from dataclasses import asdict, fields
 
-from lsp_bridge.approvals.queue import MISSED_LIMIT, RECENT_LIMIT, ApprovalQueue, DecisionRecord, MissedRecord
 from lsp_bridge.core.atomic import atomic_write
 from lsp_bridge.core.paths import open_regular, read_regular
+from tray.queue import MISSED_LIMIT, RECENT_LIMIT, ApprovalQueue, DecisionRecord, MissedRecord
 
 log = logging.getLogger("rootguard.tray.history")
 FILE_NAME = "tray-history.jsonl"

@@ -30,8 +30,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from lsp_bridge.approvals.queue import Pending
 from tray.hooks import Hook
+from tray.queue import Pending
 
 from . import qtcompat  # noqa: F401  (first: guards PySide6 6.12 on Python 3.11)
 

@@ -24,9 +24,9 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from lsp_bridge.approvals.queue import MissedRecord
 from tray.broker import Broker
 from tray.hooks import Hook
+from tray.queue import MissedRecord
 from tray.sessions import describe
 
 from . import qtcompat  # noqa: F401  (first: guards PySide6 6.12 on Python 3.11)

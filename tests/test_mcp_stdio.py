@@ -239,3 +239,32 @@ def test_sockets_for_stdin_and_stdout_are_served(shared):
         ours_in.shutdown(socket.SHUT_WR)
         assert proc.wait(timeout=20) == 0
         assert reader.read().strip() == b"after serve"
+
+
+def test_pipelined_first_requests_each_get_exactly_one_reply(tmp_path):
+    """A 2026-07-28 client's first requests, sent at once before the server is up: one reply each, in any order."""
+    meta = {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientInfo": {"name": "client", "version": "1.0"},
+            "io.modelcontextprotocol/clientCapabilities": {}}
+
+    def request(id_: int, method: str, **params) -> dict:
+        return {"jsonrpc": "2.0", "id": id_, "method": method, "params": {**params, "_meta": meta}}
+
+    (tmp_path / "repo" / "src").mkdir(parents=True)
+    (tmp_path / "repo" / "src" / "a.txt").write_text("alpha\n")
+    env = dict(ENV, XDG_STATE_HOME=str(tmp_path / "state"), ROOTGUARD_TRAY_SOCKET=str(tmp_path / "no.sock"))
+    wire = Wire([sys.executable, "-m", "lsp_bridge.cli", "mcp", "--root", str(tmp_path / "repo")],
+                cwd=str(tmp_path), env=env)
+    wire.send(line(request(1, "server/discover")) + line(request(2, "tools/list"))
+              + line(request(3, "tools/call", name="read_file",
+                             arguments={"project_id": "repo", "relative_path": "src/a.txt"}))
+              + line(request(4, "server/discover")))
+    replies = {r["id"]: r for r in (wire.message() for _ in range(4))}
+    assert sorted(replies) == [1, 2, 3, 4]
+    assert "repo" in json.dumps(replies[2]["result"]["tools"])
+    assert text_of(replies[3]) == "alpha\n"
+    wire.send(line(request(5, "ping")))
+    assert wire.message()["id"] == 5  # no second reply to any of the first four came before it
+    out, err = wire.close()
+    assert out == b"", out
+    assert wire.proc.returncode == 0, err.decode()

@@ -48,9 +48,7 @@ ACKNOWLEDGE_COMMAND = "rootguard.acknowledge"
 WITHDRAW_COMMAND = "rootguard.withdrawAcknowledgement"
 CLOSE_ACTION = "Close"
 WITHDRAW_ACTION = "Withdraw acknowledgement"
-GC_FALLBACK = 5.0  # seconds after initialize: the collector is back on even if no initialized came
 WATCH_AFTER = 0.1  # seconds: a widening's new watches wait for its scan at most this long
-QUIET_START = 0.1  # seconds after the first status before background start-up work begins
 SHOW_REPORT = "Show report"
 ACKNOWLEDGE_ACTION = "Acknowledge"
 
@@ -100,34 +98,6 @@ class RootGuardServer(LanguageServer):
         self._watch_lock = threading.Lock()
         self._watch_plans = 0  # plans made; the watcher applies none older than the last it applied
         self._watch_applied = 0
-
-    def _start_io_async(self, stdin=None, stdout=None) -> None:
-        """pygls's stdio loop (``pygls.io_.run_async``) with a reader that brings a whole message per thread hop.
-
-        pygls reads stdin in a thread, one header line, the blank line and the body
-        each a round trip between that thread and the event loop; here one round
-        trip brings the whole message (``WholeMessages``), so a message waits for
-        one hand-off, not three, while a worker thread holds the interpreter.
-        """
-        import sys
-        from threading import Event
-
-        from pygls.io_ import StdoutWriter, run_async
-
-        from lsp_bridge.lsp.transport import WholeMessages
-
-        self._stop_event = Event()
-        self.protocol.set_writer(StdoutWriter(stdout or sys.stdout.buffer))
-        try:
-            asyncio.run(run_async(stop_event=self._stop_event,
-                                  reader=WholeMessages(stdin or sys.stdin.buffer, self.thread_pool),
-                                  protocol=self.protocol, logger=log, error_handler=self.report_server_error))
-        except BrokenPipeError:
-            log.error("Connection to the client is lost! Shutting down the server.")
-        except (KeyboardInterrupt, SystemExit):
-            pass
-        finally:
-            self.shutdown()
 
     @property
     def approvals(self) -> ApprovalService:
@@ -328,12 +298,8 @@ class RootGuardServer(LanguageServer):
     async def after_first_status(self, inventory_started: bool = False, since: int | None = None) -> None:
         """The rest of start-up, once the first status has gone out.
 
-        First, ``QUIET_START`` after the first status, in a worker, the imports the
-        next steps need (``_warm_up``): the event loop stays free, and a folder added
-        with the window's first messages (a restored or scripted workspace) is scanned
-        with the interpreter to itself, not beside an import that holds it in turn
-        (watchdog's, ~10 ms: the warning came 1.3-1.45x find+du then, against 0.9x
-        settled; ``bench_lsp.py``, "added right at start-up"). Then, each step on the loop short: watches
+        First, in a worker, the imports the next steps need (``_warm_up``): the event
+        loop stays free for messages. Then, each step on the loop short: watches
         (whatever changed between the first read and the watches is caught by
         reading once more: watch, then read), the tray, and the mount
         reconciliation (in a worker). A widening's inventory goes first: no step
@@ -350,7 +316,6 @@ class RootGuardServer(LanguageServer):
         from lsp_bridge.core.status import to_json
 
         loop = asyncio.get_running_loop()
-        await asyncio.sleep(QUIET_START)
         await self._yield_to_inventory()
         warmed = loop.run_in_executor(None, _warm_up, self._scans)
         self.publish_config_diagnostics()
@@ -371,37 +336,6 @@ class RootGuardServer(LanguageServer):
         if mounts:
             await self._yield_to_inventory()
             await loop.run_in_executor(None, self._reconcile_mounts, loop, self._mounts_generation)
-
-    def _prime_protocol(self) -> None:
-        """Build now the (de)serializers of the messages a widening exchanges.
-
-        lsprotocol's converter writes each message type's code on its first use
-        (~2.8 ms for all of them, ~1 ms the folder change alone). Done right after
-        ``initialize`` is answered, while the client prepares ``initialized``: not
-        while a person who adds a folder the moment the window is up waits for the
-        warning (``bench_lsp.py --compare``, "added right at start-up", three A/B runs:
-        0.92-1.01x the code that primed after the warm-up; spawn -> first status
-        unchanged, 0.99-1.03x the minimal server)."""
-        from lsprotocol import types as t
-
-        try:
-            self.protocol.structure_message({
-                "jsonrpc": "2.0", "method": types.WORKSPACE_DID_CHANGE_WORKSPACE_FOLDERS,
-                "params": {"event": {"added": [{"uri": "file:///", "name": "/"}], "removed": []}},
-            })
-            warning = t.MessageType.Warning
-            for message in (
-                t.LogMessageParams(type=warning, message=""),
-                t.ShowMessageParams(type=warning, message=""),
-                t.ShowMessageRequestParams(type=warning, message="", actions=[t.MessageActionItem(title="")]),
-                t.WorkDoneProgressCreateParams(token=""),
-                t.ProgressParams(token="", value=t.WorkDoneProgressBegin(title="")),
-                t.ProgressParams(token="", value=t.WorkDoneProgressReport(message="")),
-                t.ProgressParams(token="", value=t.WorkDoneProgressEnd(message="")),
-            ):
-                self.protocol._converter.unstructure(message)
-        except Exception:  # only ever a head start: the first real message builds what is missing
-            log.debug("priming the protocol's converter failed", exc_info=True)
 
     async def _yield_to_inventory(self) -> None:
         """Let waiting messages in, then wait while a widening's inventory runs (it has the CPU first)."""
@@ -530,7 +464,7 @@ class RootGuardServer(LanguageServer):
         if warn:
             self.announce_widening(self.tracker.warning_line(self.tracker.inventory))
         # The report's human lines are for the log and the report document, both after the
-        # line: rendered once it is out (~0.25 ms on a 6k-file inventory, hot).
+        # line: rendered once it is out.
         self.tracker.inventory_described(report.describe())
         self.send_status()
         # The scans are kept for the next session (``scan_store``) once the warning is out.
@@ -753,21 +687,6 @@ def on_initialize(ls: RootGuardServer, params: types.InitializeParams) -> None:
     if params.client_info and params.client_info.name:
         ls.client_name = params.client_info.name[:200]
     log.info("initialize from %s with %d folder(s)", ls.client_name, len(ls.folders))
-    loop = asyncio.get_running_loop()
-    loop.call_soon(ls._prime_protocol)  # while the client answers the result with ``initialized``
-    loop.call_later(GC_FALLBACK, collect_garbage_again)  # no initialized: not off for ever
-
-
-def collect_garbage_again() -> None:
-    """Turn the garbage collector back on (``stdio.main`` keeps it off until the first status).
-
-    What was imported until now lives as long as the process: frozen, so no
-    full collection walks it. Harmless when the collector is already on."""
-    import gc
-
-    if not gc.isenabled():
-        gc.freeze()
-        gc.enable()
 
 
 @server.feature(types.INITIALIZED)
@@ -776,7 +695,6 @@ async def on_initialized(ls: RootGuardServer, params: types.InitializedParams) -
     since = time.time_ns()
     change = ls.tracker.set_folders(ls.folders, initial=True)
     ls.send_status()  # what the user waits for: nothing else before it
-    collect_garbage_again()
     if change.widened:
         ls._start_inventory()
     ls._spawn(ls.after_first_status(change.widened, since))
@@ -785,7 +703,7 @@ async def on_initialized(ls: RootGuardServer, params: types.InitializedParams) -
 def _warm_up(scans: Scans) -> None:
     """Import, in a worker, what the steps after start-up and the first widening need.
 
-    Most of it is imports (about 40 ms): done here, the event loop stays free for
+    Most of it is imports: done here, the event loop stays free for
     messages. First the inventory modules, which a widening's scan needs at once:
     that step goes on while a scan runs, since the scan would wait for it anyway.
     Each later step waits while an inventory scan runs (it needs the CPU more),

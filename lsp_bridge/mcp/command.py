@@ -1,30 +1,22 @@
 """``rootguard mcp``: the command line of the guarded MCP file server (``server``).
 
-It checks the arguments and the configuration, then starts the server. The MCP SDK
-takes about a second to import, so on a pipe (how an MCP client starts a server) it
-is imported in a thread while the main thread answers the client's first
-``server/discover`` and ``tools/list`` (``early``); then the SDK serves everything,
-those lines included.
+It checks the arguments and the configuration, then starts the server, which the
+MCP SDK serves from the first message on.
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib
 import importlib.util
 import logging
 import os
 import sys
-import threading
 from collections.abc import Sequence
-from types import ModuleType
 
 from lsp_bridge.core.paths import canonical
 from lsp_bridge.core.session import Session, open_session
-from lsp_bridge.mcp import early
-from lsp_bridge.mcp.file_tools import Limits, find_projects
+from lsp_bridge.mcp.file_tools import Limits
 
-SERVER_MODULE = "lsp_bridge.mcp.server"
 SDK_MODULES = ("mcp", "mcp_types", "anyio", "pydantic")  # the 'mcp' extra, found before anything is answered
 NO_ROOTS = (
     "rootguard mcp: no roots. Start it with --root DIR (an absolute path; repeat for more), "
@@ -70,35 +62,6 @@ def _configuration_errors(session: Session) -> list:
     return [d for d in session.config_diagnostics() if d.severity == "error"]
 
 
-class _Loading:
-    """The server module imported in a thread; ``ready`` turns readable when that is over."""
-
-    def __init__(self, name: str):
-        self.ready, self._done = os.pipe()
-        self._module: ModuleType | None = None
-        self._error: BaseException | None = None
-        self._thread = threading.Thread(target=self._load, args=(name,), name="rootguard-mcp-sdk", daemon=True)
-        self._thread.start()
-
-    def _load(self, name: str) -> None:
-        try:
-            self._module = importlib.import_module(name)
-        except BaseException as err:  # noqa: BLE001 - raised again in the main thread by module()
-            self._error = err
-        finally:
-            os.write(self._done, b"!")
-
-    def module(self) -> ModuleType:
-        """The module, once imported (its import error raised here)."""
-        self._thread.join()
-        os.close(self.ready)
-        os.close(self._done)
-        if self._error is not None:
-            raise self._error
-        assert self._module is not None
-        return self._module
-
-
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     given, errors = check_roots(args.root)
@@ -124,23 +87,16 @@ def main(argv: list[str] | None = None) -> int:
         if importlib.util.find_spec(name) is None:
             raise ModuleNotFoundError(f"No module named {name!r}", name=name)
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr, format="rootguard mcp: %(message)s")
-    # Without --root the client's roots decide the projects (or refuse the start): nothing to say early.
-    answers = early.EarlyAnswers([p.id for p in find_projects(session, roots, {})]) \
-        if roots and early.served_as_pipes(0, 1) else None
-    loading = _Loading(SERVER_MODULE)
-    try:
-        read = early.answer_until_ready(0, 1, loading.ready, answers.answer) if answers is not None else None
-    except (BrokenPipeError, ConnectionResetError):  # the client left before the SDK was loaded
-        logging.getLogger("rootguard.mcp").warning("the MCP client closed its end of the connection; stopping")
-        return 0
-    server = loading.module().GuardedServer(
+    from lsp_bridge.mcp.server import GuardedServer
+
+    server = GuardedServer(
         roots,
         mirror=args.mirror,
         limits=Limits(read_bytes=args.max_read_bytes, write_bytes=args.max_write_bytes),
         tray_socket=args.tray_socket,
         use_tray=not args.no_tray,
     )
-    return int(server.run(read))
+    return int(server.run())
 
 
 if __name__ == "__main__":  # pragma: no cover

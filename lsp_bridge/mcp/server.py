@@ -59,7 +59,6 @@ from lsp_bridge.approvals.service import (
 from lsp_bridge.core.paths import canonical, is_within, read_regular
 from lsp_bridge.mcp.audit import AuditLog
 from lsp_bridge.mcp.command import NO_ROOTS
-from lsp_bridge.mcp.early import EarlyRead
 from lsp_bridge.mcp.file_tools import QUICK_TOOLS, Caller, FileTools, Limits, Plan, ToolError
 from lsp_bridge.mcp.stdio import serve_stdio
 from lsp_bridge.mcp.tool_list import INSTRUCTIONS, SERVER_NAME, tool_definitions
@@ -148,23 +147,22 @@ class GuardedServer:
         server.middleware.append(self._startup_guard)
         return server
 
-    def run(self, early: EarlyRead | None = None) -> int:
+    def run(self) -> int:
         """Serve until the client goes away; the exit code (130 on Ctrl-C)."""
         try:
-            anyio.run(self.serve, early)
+            anyio.run(self.serve)
         except KeyboardInterrupt:
             return 130
         return self.exit_code
 
-    async def serve(self, early: EarlyRead | None = None) -> None:
-        """Serve stdin/stdout until the client goes away (or the start is refused); ``early``: what
-        was read, and answered, while the SDK was loading (``early.answer_until_ready``)."""
+    async def serve(self) -> None:
+        """Serve stdin/stdout until the client goes away (or the start is refused)."""
         await self._start_tray()
         # What start-up built (the SDK's models, the policy) lives as long as the process: kept out of
         # the collector's generations, so the per-call collections stay small (the heap is mostly that).
         gc.freeze()
         try:
-            async with serve_stdio(early) as (read, write), anyio.create_task_group() as group:
+            async with serve_stdio() as (read, write), anyio.create_task_group() as group:
                 self._task_group = group
                 options = self.server.create_initialization_options(NotificationOptions(tools_changed=True))
                 await self.server.run(read, write, options)

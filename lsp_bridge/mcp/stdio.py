@@ -21,9 +21,9 @@ as with the SDK's streams; reading pauses while ``MAX_QUEUED`` whole lines wait.
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import os
+import stat
 import sys
 from collections import deque
 from collections.abc import AsyncIterator
@@ -32,30 +32,21 @@ from typing import Any
 
 from mcp.server.stdio import stdio_server
 
-from lsp_bridge.mcp import early as early_answers
-from lsp_bridge.mcp.early import EarlyRead, request_id
-
 MAX_QUEUED = 64  # whole lines read ahead of the server before reading pauses
 log = logging.getLogger("rootguard.mcp")
 
 
 @asynccontextmanager
-async def serve_stdio(early: EarlyRead | None = None) -> AsyncIterator[Any]:
-    """``(read_stream, write_stream)`` for ``Server.run``, as ``mcp.server.stdio.stdio_server()``.
-
-    ``early``: what ``early.answer_until_ready`` read from fd 0 (the SDK reads it first)
-    and answered (the SDK's equal replies are dropped)."""
-    if not early_answers.served_as_pipes(0, 1):
-        assert early is None or not early.data  # early answers are only given on pipes
+async def serve_stdio() -> AsyncIterator[Any]:
+    """``(read_stream, write_stream)`` for ``Server.run``, as ``mcp.server.stdio.stdio_server()``."""
+    if not served_as_pipes(0, 1):
         async with stdio_server() as streams:
             yield streams
         return
     wire_in, wire_out = _claim_std_fds()
     loop = asyncio.get_running_loop()
     lines = _Lines(loop)
-    replies = _Replies(loop, dict(early.answered) if early else {})
-    if early is not None and early.data:
-        lines.data_received(early.data)
+    replies = _Replies(loop)
     read_transport = write_transport = None
     try:
         # The transports own further copies: wire_in and wire_out stay this function's until fds 0
@@ -70,6 +61,24 @@ async def serve_stdio(early: EarlyRead | None = None) -> AsyncIterator[Any]:
         for transport in (read_transport, write_transport):
             if transport is not None:
                 transport.close()
+
+
+def served_as_pipes(stdin: int = 0, stdout: int = 1) -> bool:
+    """The wire is two pipes (or sockets), not one socket both ways, on a platform with Unix pipe
+    transports: where ``serve_stdio`` serves from the event loop."""
+    return sys.platform != "win32" and separate_pipes(stdin, stdout)
+
+
+def separate_pipes(stdin: int, stdout: int) -> bool:
+    """Both are pipes or sockets, and not one socket both ways (inetd style): asyncio's
+    write-pipe transport takes its descriptor turning readable for the peer closing, so the
+    first request arriving on a shared socket would close the replies' way out."""
+    try:
+        source, sink = os.fstat(stdin), os.fstat(stdout)
+    except OSError:
+        return False
+    pipes = all(stat.S_ISFIFO(info.st_mode) or stat.S_ISSOCK(info.st_mode) for info in (source, sink))
+    return pipes and (source.st_dev, source.st_ino) != (sink.st_dev, sink.st_ino)
 
 
 def _claim_std_fds() -> tuple[int, int]:
@@ -171,12 +180,10 @@ class _Lines(asyncio.Protocol):
 class _Replies(asyncio.Protocol):
     """What ``stdio_server`` asks of its stdout (``write`` a line, ``flush`` it) on a write pipe:
     ``flush`` waits until the transport has handed every byte to the kernel (its high mark is
-    0), as the SDK's blocking ``flush`` does. A reply equal to one already given early is not
-    written again."""
+    0), as the SDK's blocking ``flush`` does."""
 
-    def __init__(self, loop: asyncio.AbstractEventLoop, answered: dict | None = None) -> None:
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
         self._loop = loop
-        self._answered = answered or {}
         self._transport: asyncio.WriteTransport | None = None
         self._resumed: asyncio.Future[None] | None = None
         self._lost: BaseException | None = None
@@ -204,25 +211,8 @@ class _Replies(asyncio.Protocol):
     async def write(self, text: str) -> None:
         if self._lost is not None:
             raise self._lost
-        if self._answered and self._given_early(text):
-            return
         assert self._transport is not None  # connected before stdio_server is given it
         self._transport.write(text.encode("utf-8"))
-
-    def _given_early(self, text: str) -> bool:
-        """This reply equals the one sent early for its request (it is then forgotten)."""
-        try:
-            message = json.loads(text)
-        except ValueError:
-            return False
-        key = request_id(message.get("id")) if isinstance(message, dict) else None
-        if key is None or key not in self._answered:
-            return False
-        if self._answered[key] != message:
-            log.warning("the SDK's reply to request %r differs from the early answer; both were sent", key[1])
-            return False
-        del self._answered[key]
-        return True
 
     async def flush(self) -> None:
         if self._resumed is not None:

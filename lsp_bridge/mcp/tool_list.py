@@ -1,9 +1,6 @@
 """What the MCP server says about itself, as plain JSON: its name, its instructions and its tools.
 
-No SDK import here: ``early`` answers ``server/discover`` and ``tools/list`` from
-these while the SDK is still loading, and ``server`` hands the same definitions to
-the SDK, so the two answers cannot drift apart (``tests/test_mcp_early.py`` checks
-them against the SDK's own replies).
+Plain data, no SDK import: ``server`` hands these definitions to the SDK.
 """
 
 from __future__ import annotations

@@ -22,7 +22,8 @@ from pathlib import Path
 import pytest
 
 from lsp_bridge.cli.demo_repo import DemoRepo, build_monorepo
-from lsp_bridge.mcp.audit import audit_path, read_records
+from lsp_bridge.core.places import audit_path
+from lsp_bridge.mcp.audit import read_records
 from tests.agents import harness
 from tests.agents.clis import AGENTS, Agent, Claude, installed
 from tests.agents.editor import EditorWindow

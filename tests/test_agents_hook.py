@@ -17,7 +17,8 @@ from pathlib import Path
 import pytest
 
 from lsp_bridge.agents.windows import sessions_dir
-from lsp_bridge.mcp.audit import audit_path, read_records
+from lsp_bridge.core.places import audit_path
+from lsp_bridge.mcp.audit import read_records
 from tests.conftest import make_repo
 from tests.trayproc import start_tray, stop
 

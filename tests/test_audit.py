@@ -7,6 +7,7 @@ import os
 import stat
 from pathlib import Path
 
+from lsp_bridge.core import places
 from lsp_bridge.mcp import audit
 from lsp_bridge.mcp.audit import AuditLog, Follower, read_records
 
@@ -28,7 +29,7 @@ def test_log_lives_in_the_user_state_dir_and_is_private(isolated_user):
     log.record(a_record(1))
     log.close()
     path = isolated_user / ".local" / "state" / "rootguard" / "audit.jsonl"
-    assert audit.audit_path() == str(path)
+    assert places.audit_path() == str(path)
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
     assert stat.S_IMODE(path.parent.stat().st_mode) == 0o700
     (line,) = path.read_text().splitlines()
@@ -114,7 +115,7 @@ def test_audit_command_without_a_log_says_so(isolated_user, capsys):
     captured = capsys.readouterr()
     assert captured.out == ""
     assert "no decisions logged yet" in captured.err
-    assert not os.path.exists(audit.audit_path())
+    assert not os.path.exists(places.audit_path())
 
 
 def test_unwritable_log_raises_a_clear_error(tmp_path):

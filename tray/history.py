@@ -25,9 +25,9 @@ _KINDS = {"decision": DecisionRecord, "missed": MissedRecord}
 
 
 def history_path() -> str:
-    from lsp_bridge.mcp.audit import audit_path
+    from lsp_bridge.core.places import state_dir
 
-    return os.path.join(os.path.dirname(audit_path()), FILE_NAME)
+    return os.path.join(state_dir(), FILE_NAME)
 
 
 def _record(kind: str, data: dict):

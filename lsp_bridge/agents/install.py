@@ -339,9 +339,9 @@ class Backups:
     """``<state dir>/agent-settings/<digest>.json``: a settings file's bytes before install."""
 
     def __init__(self) -> None:
-        from lsp_bridge.mcp.audit import audit_path
+        from lsp_bridge.core.places import state_dir
 
-        self.directory = os.path.join(os.path.dirname(audit_path()), "agent-settings")
+        self.directory = os.path.join(state_dir(), "agent-settings")
 
     def _file(self, path: str) -> str:
         return os.path.join(self.directory, hashlib.sha256(path.encode("utf-8", "surrogateescape")).hexdigest()[:32]

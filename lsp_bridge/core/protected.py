@@ -35,6 +35,7 @@ import os
 from dataclasses import dataclass
 
 from lsp_bridge.core.paths import fold, is_within
+from lsp_bridge.core.places import state_dir
 from lsp_bridge.core.settings import PROJECT_FILE_NAME
 
 _AUTORUN_FILES = {(".vscode", "settings.json"), (".vscode", "tasks.json"), (".vscode", "launch.json"),
@@ -65,9 +66,9 @@ def default_areas(user_file: str | None) -> ProtectedAreas:
     import platformdirs
 
     config_dir = os.path.realpath(platformdirs.user_config_dir("rootguard"))
-    state_dir = os.path.realpath(platformdirs.user_state_dir("rootguard"))
+    state = os.path.realpath(state_dir())
     cache_dir = os.path.realpath(platformdirs.user_cache_dir("rootguard"))
-    return ProtectedAreas(fold(config_dir), fold(user_file) if user_file else None, fold(state_dir),
+    return ProtectedAreas(fold(config_dir), fold(user_file) if user_file else None, fold(state),
                           cache_dir=fold(cache_dir), runtime_dir=fold(os.path.realpath(runtime_dir())),
                           agent_homes=agent_homes())
 

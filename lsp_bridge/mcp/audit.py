@@ -37,11 +37,11 @@ from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime
 
 from lsp_bridge.core.paths import open_regular
+from lsp_bridge.core.places import audit_path
 
 DEFAULT_MAX_BYTES = 10 * 1024 * 1024
 DEFAULT_BACKUPS = 5
 MAX_FIELD_CHARS = 2048
-FILE_NAME = "audit.jsonl"
 
 FIELDS = (
     "time", "client", "session_id", "protocol_version", "tool", "project_id", "root_digest",
@@ -51,13 +51,6 @@ FIELDS = (
 
 class AuditError(OSError):
     """The log could not be written; the message names the file."""
-
-
-def audit_path() -> str:
-    """``<user state dir>/rootguard/audit.jsonl`` (XDG_STATE_HOME on Linux)."""
-    import platformdirs
-
-    return os.path.join(platformdirs.user_state_dir("rootguard"), FILE_NAME)
 
 
 @functools.lru_cache(maxsize=256)

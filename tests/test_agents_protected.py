@@ -140,3 +140,24 @@ def test_loosening_the_shell_in_a_running_session_is_held(tmp_path: Path, isolat
     outside.write_text('version = 2\n[agents]\nshell = "allow"\n')
     keeper.reload(trusted=False)
     assert keeper.current.agent_shell == "allow" and keeper.held is None
+
+
+def test_the_sandbox_walk_stops_at_every_protected_name_the_engine_knows(tmp_path):
+    """``rootguard run``'s walk looks for protected targets by name (core/protected.py's lists, not a
+    copy): every name it stops at is one the engine protects, and the agents' files are among them."""
+    from lsp_bridge.core.protected import (
+        PROTECTED_GITHUB,
+        PROTECTED_NAMES,
+        PROTECTED_VSCODE,
+        ProtectedAreas,
+        protected_reason,
+    )
+    from lsp_bridge.sandbox import profile
+
+    assert profile.PROTECTED_NAMES is PROTECTED_NAMES
+    candidates = [f"{tmp_path}/repo/{name}" for name in PROTECTED_NAMES]
+    candidates += [f"{tmp_path}/repo/.vscode/{name}" for name in PROTECTED_VSCODE]
+    candidates += [f"{tmp_path}/repo/.github/{name}" for name in PROTECTED_GITHUB]
+    assert [c for c in candidates if protected_reason(c, ProtectedAreas()) is None] == []
+    named = {p.split("/")[0] for p in PROTECTED + INSTRUCTIONS if not p.startswith((".vscode", ".github", "sub", "docs"))}
+    assert named <= PROTECTED_NAMES

@@ -46,6 +46,15 @@ AGENT_DIRS = (".codex", ".gemini", ".copilot", ".cursor")  # everything below is
 AGENT_FILES = (".mcp.json",)  # an agent's configuration wherever it sits
 INSTRUCTION_FILES = ("AGENTS.md", "CLAUDE.md", "CLAUDE.local.md", "GEMINI.md")
 AGENT_HOMES = (".claude", ".codex", ".gemini", ".copilot")  # below the home folder: protected as a whole
+_GITHUB_AGENT_ENTRIES = ("hooks", "copilot-instructions.md")  # below a .github directory (``_agent_reason``)
+
+# The names a walk looking for protected targets stops at (``sandbox/profile.py``), derived from the
+# lists above so that the two cannot drift apart: a name anywhere, a name below ``.vscode``, a name
+# below ``.github``. ``protected_reason`` still confirms each candidate.
+PROTECTED_NAMES = frozenset({".git", PROJECT_FILE_NAME, *_AUTORUN_NAMES, *_AUTORUN_DIRS, ".claude", *AGENT_DIRS,
+                             *AGENT_FILES, *INSTRUCTION_FILES})
+PROTECTED_VSCODE = frozenset(name for directory, name in _AUTORUN_FILES if directory == ".vscode")
+PROTECTED_GITHUB = frozenset(_GITHUB_AGENT_ENTRIES)
 
 
 @dataclass(frozen=True)
@@ -149,9 +158,10 @@ def _agent_reason(parts: list[str]) -> str | None:
                 return f".claude/{rest[0]} is Claude Code's settings or hooks (the agent cannot rewrite its own leash)"
         if part == fold(".github") and index + 1 < len(parts):
             following = parts[index + 1]
-            if following == fold("hooks"):
+            hooks, instructions = _GITHUB_AGENT_ENTRIES
+            if following == fold(hooks):
                 return ".github/hooks holds Copilot's hooks (the agent cannot rewrite its own leash)"
-            if following == fold("copilot-instructions.md") and index + 2 == len(parts):
+            if following == fold(instructions) and index + 2 == len(parts):
                 return ".github/copilot-instructions.md is an agent instruction file (it steers the next session)"
     name = parts[-1] if parts else ""
     if name in {fold(n) for n in AGENT_FILES}:

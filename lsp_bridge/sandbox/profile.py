@@ -42,19 +42,11 @@ from dataclasses import dataclass
 
 from lsp_bridge.core.paths import canonical, depth, is_within, relative_to
 from lsp_bridge.core.policy import Decision, Target, inspect
-from lsp_bridge.core.protected import protected_reason
-from lsp_bridge.core.settings import PROJECT_FILE_NAME
+from lsp_bridge.core.protected import PROTECTED_GITHUB, PROTECTED_NAMES, PROTECTED_VSCODE, protected_reason
 from lsp_bridge.sandbox.git_env import git_env
 
 SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc")
 SYSTEM_MASKS = ("/etc/shadow", "/etc/shadow-", "/etc/gshadow", "/etc/gshadow-", "/etc/ssh/ssh_host_*_key")
-# Names the walk stops at as protected-target candidates; the engine's ``protected_reason``
-# (lsp_bridge.core.protected) confirms each one, so the two cannot drift apart silently.
-PROTECTED_NAMES = frozenset({".git", PROJECT_FILE_NAME, ".envrc", ".devcontainer", ".husky",  # and the agents' own files:
-                             ".claude", ".codex", ".gemini", ".copilot", ".cursor", ".mcp.json",
-                             "AGENTS.md", "CLAUDE.md", "CLAUDE.local.md", "GEMINI.md"})
-PROTECTED_VSCODE = frozenset({"settings.json", "tasks.json", "launch.json", "mcp.json"})  # below a .vscode directory
-PROTECTED_GITHUB = frozenset({"hooks", "copilot-instructions.md"})  # below a .github directory
 SHIM_TARGET = "/run/rootguard/landlock-shim.py"
 MAX_WALK = 400_000
 

@@ -192,6 +192,13 @@ def _parser() -> _Parser:
     p.add_argument("--json", action="store_true", help=JSON_HELP)
     p.add_argument("--enforced", action="store_true",
                    help="run in rounds under rootguard run's narrow sandbox, adding what each round could not find")
+    p.add_argument("--write", action="store_true",
+                   help="merge the proposal into your user file (ids stable, equal rules reused; twice = once)")
+    p.add_argument("--apply", metavar="PROPOSAL.json",
+                   help="check again and merge a proposal printed by `rootguard trace --json` ('-' = stdin); "
+                        "no command is run")
+    p.add_argument("--timeout", type=float, default=600.0, metavar="SECONDS",
+                   help="kill the traced command (and everything it started) after SECONDS (default 600)")
     p.add_argument("command", nargs=argparse.REMAINDER, metavar="-- COMMAND [ARG...]")
 
     p = sub.add_parser(

@@ -130,8 +130,8 @@ def _checked_fields(raw: Mapping[str, Any]) -> dict[str, Any]:
     if unknown:
         raise GrantError(f"unknown rule field(s): {', '.join(map(str, unknown))}")
     path = raw.get("path")
-    if not isinstance(path, str) or not os.path.isabs(path) or "\x00" in path:
-        raise GrantError(f"rule field 'path' must be an absolute path, got {path!r}")
+    if not isinstance(path, str) or not (os.path.isabs(path) or path.startswith("~/")) or "\x00" in path:
+        raise GrantError(f"rule field 'path' must be an absolute path (or ~/...), got {path!r}")
     policies = raw.get("policies")
     if not isinstance(policies, Mapping) or not policies:
         raise GrantError("rule field 'policies' must name at least one of read, write, delete")
@@ -246,3 +246,146 @@ def _check_result(new_text: str, old_text: str | None, path: str, rule_id: str, 
     if added:
         codes = ", ".join(sorted({code for code, _ in added}))
         raise GrantError(f"{path}: the new rule would make the configuration invalid ({codes}); nothing written")
+
+
+# ---------------------------------------------------------------------------
+# merging a proposal (``rootguard trace --write``, the editor's "Add" button)
+
+
+MOUNT_FIELDS = ("source", "target", "mode")
+
+
+class MergeReport:
+    """What a merge did: rule ids added, equal rules reused (proposed id -> existing id), mounts added."""
+
+    def __init__(self) -> None:
+        self.added: list[str] = []
+        self.reused: dict[str, str] = {}
+        self.mounts_added: list[dict[str, str]] = []
+        self.mounts_present: int = 0
+        self.changed = False
+
+    def to_json(self) -> dict[str, Any]:
+        return {"added": self.added, "reused": self.reused, "mounts_added": self.mounts_added,
+                "mounts_present": self.mounts_present, "changed": self.changed}
+
+
+def merge_rules(user_config: str, rules: Iterable[Mapping[str, Any]],
+                mounts: Iterable[Mapping[str, Any]] = ()) -> MergeReport:
+    """Merge ``[[paths]]`` rules and ``[[mounts]]`` into the user configuration file.
+
+    One writer for every proposal: ids stay unique (a taken id with another rule gets
+    ``-2``, ``-3``...), a rule equal to one already there (same path, policies,
+    includes, excludes, follow_symlinks) is reused, not added; a rule for a path an
+    existing rule already names is not added either (the person's rule stands); a mount
+    already there is not added again. Comments and formatting survive (tomlkit); the
+    result is validated before it atomically replaces the file; merging the same
+    proposal twice changes nothing (the second time the file is not even rewritten).
+    """
+    target = _user_file(user_config)
+    old_text = _read(target)
+    new_text, report = merge_text(old_text, target, rules, mounts)
+    if new_text is not None:
+        atomic_write(target, new_text, mode=0o600, dir_mode=0o700)
+        report.changed = True
+    return report
+
+
+def merge_text(old_text: str | None, target: str, rules: Iterable[Mapping[str, Any]],
+               mounts: Iterable[Mapping[str, Any]] = ()) -> tuple[str | None, MergeReport]:
+    """``merge_rules`` without the file: the merged text (None when nothing changes) and the report."""
+    checked = [_checked_fields(r) for r in rules]
+    wanted_mounts = [_checked_mount(m) for m in mounts]
+    text = old_text if old_text is not None else "# Root Guard user configuration\nversion = 2\n"
+    document = _parse(text, target)
+    report = MergeReport()
+    existing = _paths_array(document, target)
+    ids = {str(r.get("id")) for r in existing}
+    paths_taken = {str(r.get("path")) for r in existing}
+    new_rules = []
+    for fields in checked:
+        same = _identical(existing, fields)
+        proposed_id = fields.get("id") or _new_id(fields, ids)
+        if same is not None:
+            report.reused[proposed_id] = same
+            continue
+        if fields["path"] in paths_taken:
+            holder = next(str(r.get("id")) for r in existing if str(r.get("path")) == fields["path"])
+            report.reused[proposed_id] = holder
+            continue
+        rule_id, n = proposed_id, 2
+        while rule_id in ids:
+            rule_id, n = f"{proposed_id}-{n}", n + 1
+        ids.add(rule_id)
+        paths_taken.add(fields["path"])
+        new_rules.append(_rule_table(rule_id, fields))
+        report.added.append(rule_id)
+    if new_rules:
+        aot = document.get("paths")
+        if aot is None:
+            aot = tomlkit.aot()
+            document["paths"] = aot
+        for table in new_rules:
+            aot.append(table)
+    have = document.get("mounts")
+    if have is not None and not isinstance(have, AoT):
+        raise GrantError(f"{target}: 'mounts' is not an array of tables ([[mounts]]); cannot add a mount")
+    present = [{k: str(m.get(k)) for k in MOUNT_FIELDS} for m in (have or [])]
+    for mount in wanted_mounts:
+        if mount in present:
+            report.mounts_present += 1
+            continue
+        if have is None:
+            have = tomlkit.aot()
+            document["mounts"] = have
+        table = tomlkit.table()
+        table.update(mount)
+        have.append(table)
+        present.append(mount)
+        report.mounts_added.append(mount)
+    if not report.added and not report.mounts_added:
+        return None, report  # nothing new: the file stays byte for byte
+    new_text = tomlkit.dumps(document)
+    _check_merged(new_text, old_text, target, report.added)
+    return new_text, report
+
+
+def _checked_mount(raw: Mapping[str, Any]) -> dict[str, str]:
+    if not isinstance(raw, Mapping) or set(raw) - set(MOUNT_FIELDS):
+        raise GrantError(f"mount fields must be {', '.join(MOUNT_FIELDS)}")
+    mount = {k: raw.get(k) for k in MOUNT_FIELDS}
+    if not all(isinstance(v, str) and v and "\x00" not in v for v in mount.values()) or mount["mode"] not in ("ro",):
+        raise GrantError("a proposed mount needs source, target and mode = \"ro\"")
+    return {k: str(v) for k, v in mount.items()}
+
+
+def _rule_table(rule_id: str, fields: dict[str, Any]):
+    table = tomlkit.table()
+    table["id"] = rule_id
+    table["path"] = fields["path"]
+    policies = tomlkit.inline_table()
+    policies.update(fields["policies"])
+    table["policies"] = policies
+    for name in ("includes", "excludes", "follow_symlinks"):
+        if name in fields:
+            table[name] = fields[name]
+    if fields.get("comment"):
+        table.comment(fields["comment"])
+    return table
+
+
+def _check_merged(new_text: str, old_text: str | None, path: str, added: list[str]) -> None:
+    """The merged file parses, holds every added id once, and adds no configuration error."""
+    rules = _paths_array(_parse(new_text, path), path)
+    counts = Counter(str(r.get("id")) for r in rules)
+    if any(counts[i] != 1 for i in added):
+        raise GrantError(f"{path}: the proposal could not be merged cleanly; nothing written")
+
+    def errors(text: str) -> Counter[tuple[str, str]]:
+        parsed = parse_text(text, path, source="user", base_dir=None)
+        return Counter((d.code, d.message) for d in parsed.diagnostics if d.severity == "error")
+
+    new_errors = errors(new_text) - (errors(old_text) if old_text is not None else Counter())
+    if new_errors:
+        codes = ", ".join(sorted({code for code, _ in new_errors}))
+        raise GrantError(f"{path}: the proposal would make the configuration invalid ({codes}); nothing written")

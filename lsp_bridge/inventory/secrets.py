@@ -70,6 +70,12 @@ _IN_DIRECTORY = frozenset({
 CREDENTIAL_PARENTS = frozenset(parent for parent, _ in _IN_DIRECTORY)
 # Formats that are binary by design: the name alone says there is one credential.
 _BINARY_BY_NAME = (".p12", ".pfx", ".jks", ".keystore", ".kdbx", ".db")
+# Program source: a name-based guess needs a quoted literal value there.
+SOURCE_EXTENSIONS = frozenset({
+    ".ts", ".tsx", ".mts", ".cts", ".js", ".jsx", ".mjs", ".cjs", ".vue", ".svelte", ".py", ".pyi", ".go",
+    ".rs", ".java", ".kt", ".kts", ".scala", ".rb", ".php", ".cs", ".fs", ".swift", ".dart", ".c", ".h",
+    ".cc", ".cpp", ".hpp", ".m", ".ex", ".exs", ".erl", ".clj", ".lua", ".r", ".jl", ".zig", ".groovy",
+})
 
 
 def is_credential_name(name: str, parent: str = "") -> bool:
@@ -403,10 +409,18 @@ def is_example_file(path: str) -> bool:
     return _EXAMPLE_FILE.search(os.path.basename(path)) is not None
 
 
-def line_is_credential(line: str, *, shapes_only: bool = False) -> bool:
+def is_source_file(path: str) -> bool:
+    """Program source (``.ts``, ``.py``...): an unquoted value there is an expression, not a secret."""
+    return os.path.splitext(path)[1].lower() in SOURCE_EXTENSIONS
+
+
+def line_is_credential(line: str, *, shapes_only: bool = False, source: bool = False) -> bool:
     """Whether one text line carries a credential (detectors or name heuristics).
 
     Placeholders never count. ``shapes_only``: only a detector hit counts (example files).
+    ``source``: the line is program source, where ``clientSecret: options.discordClientSecret``
+    names a variable; only a quoted literal value can be a secret there (detector hits count
+    as everywhere).
     """
     text = line.strip()
     if not text or _placeholder_line(text):
@@ -420,12 +434,34 @@ def line_is_credential(line: str, *, shapes_only: bool = False) -> bool:
     assignment = _split_assignment(text)
     if assignment is not None:
         name, raw = assignment
+        if source and raw.strip()[:1] not in ("'", '"', "`"):
+            return False  # an expression (a variable, a call, a member): source naming a secret, not holding one
         return _assignment_is_credential(name, _clean_value(raw))
+    if source:
+        return False
     netrc = _NETRC_PASSWORD.search(text)
     return netrc is not None and _is_real_value(netrc.group(1))
 
 
 # ---------------------------------------------------------------- files
+
+
+def credential_reason(path: str) -> str | None:
+    """The one answer to "is this a credential file?" (inventory, trace and the tools ask it).
+
+    A credential name (``.env``, ``id_rsa``, ``~/.aws/credentials``...), or content holding
+    a live-looking secret value (``count_credentials``). Source code that only names a
+    secret variable is not one. None when it is not; never reads through a link.
+    """
+    if is_credential_path(path):
+        return "credential file (by name)"
+    try:
+        found = count_credentials(path)
+    except OSError:
+        found = 0
+    if found:
+        return f"credential file ({found} secret{'s' if found != 1 else ''} found in it)"
+    return None
 
 
 def count_credentials(path: str) -> int:
@@ -446,15 +482,15 @@ def count_credentials(path: str) -> int:
     if b"\x00" in data[:_SNIFF_BYTES]:
         return name_only
     return count_credential_lines(data.decode("utf-8", errors="replace").splitlines(),
-                                  shapes_only=is_example_file(path))
+                                  shapes_only=is_example_file(path), source=is_source_file(path))
 
 
-def count_credential_lines(lines, *, shapes_only: bool = False) -> int:
+def count_credential_lines(lines, *, shapes_only: bool = False, source: bool = False) -> int:
     """Distinct lines among ``lines`` that carry a credential."""
     seen: set[int] = set()
     for line in lines:
         key = hash(line.strip())
-        if key not in seen and line_is_credential(line, shapes_only=shapes_only):
+        if key not in seen and line_is_credential(line, shapes_only=shapes_only, source=source):
             seen.add(key)
     return len(seen)
 

@@ -7,13 +7,19 @@ is it a directory, does it hold credentials). Groups:
 * ``git``: the admin directory of a linked worktree and the repository's common
   directory, found with Root Guard's worktree model (``core.worktrees.locate``);
 * ``config``: single files (``tsconfig.base.json``, ``~/.gitconfig``, ...);
+* ``workspace``: a sibling workspace package's sources (``packages/db/src/...``),
+  offered as a read-only root with its inventory cost (``trace.proposal``);
 * ``system``: ``/usr``, ``/etc``, ... (reported, never proposed).
 
-Proposals are read-only ``[[paths]]`` rules: one per file, a directory only when
-the command read at least ``DENSE`` files in it (a store package, the store, git's
-``objects``/``refs``); the store also gets a read-only ``[[mounts]]`` entry when
-granted as a directory. A credential file (by name or content) or a path a deny
-rule covers is never proposed: it goes to ``refused`` with the reason.
+Proposals are read-only ``[[paths]]`` rules naming files. A directory is proposed
+only where a tool reads by name inside it (a store package when ``DENSE`` of its
+files were read, git's ``objects``/``refs``/``logs`` and a worktree's admin
+directory), and only after it was enumerated: one credential or denied file in it
+and the directory is refused (the files read are proposed one by one instead); it
+carries ``excludes`` for credential names so a file created there later stays
+out. A credential file (``inventory.secrets.credential_reason``) or a path a deny
+rule covers is never proposed: it goes to ``refused`` with the reason. Files new
+every run (logs, timestamped names, lock and temporary files) go to ``left_out``.
 """
 
 from __future__ import annotations
@@ -45,6 +51,7 @@ class Grant:
     files: int = 1
     mount: bool = False
     note: str = ""
+    excludes: tuple[str, ...] = ()
 
 
 @dataclass
@@ -56,15 +63,14 @@ class TraceResult:
     outside: list[dict] = field(default_factory=list)  # {"path", "ops", "group"}
     grants: list[Grant] = field(default_factory=list)
     refused: list[dict] = field(default_factory=list)  # {"path", "reason"}
+    left_out: list[dict] = field(default_factory=list)  # {"path", "reason"}: new every run, never proposed
+    packages: list[dict] = field(default_factory=list)  # sibling workspace packages offered as roots
     quiet_failures: list[dict] = field(default_factory=list)  # {"path", "name", ...}
     rounds: int = 1
+    timed_out: bool = False
     mode: str = "one-pass"
     user_file: str = ""
     output: str | None = None  # the command's output (its tail), when captured
-
-    def snippet_rules(self) -> str:
-        """The proposal without its comments (for a round of --enforced)."""
-        return "\n".join(line for line in snippet(self).splitlines() if not line.startswith("#")) + "\n"
 
     def to_json(self) -> dict:
         base = self.roots[0] if self.roots else "/"
@@ -73,6 +79,7 @@ class TraceResult:
             "exit_code": self.exit_code,
             "mode": self.mode,
             "rounds": self.rounds,
+            "timed_out": self.timed_out,
             "roots": self.roots,
             "union": self.union,
             "outside": self.outside,
@@ -82,6 +89,8 @@ class TraceResult:
                            for g in self.grants if g.mount],
             },
             "refused": self.refused,
+            "left_out": self.left_out,
+            "packages": self.packages,
             "quiet_failures": self.quiet_failures,
             "user_file": self.user_file,
             **({"output": self.output} if self.output is not None else {}),
@@ -94,6 +103,8 @@ def _rule_json(grant: Grant, base: str) -> dict:
             "kind": grant.kind, "group": grant.group}
     if grant.kind == "directory":
         rule["files_read"] = grant.files
+    if grant.excludes:
+        rule["excludes"] = list(grant.excludes)
     return rule
 
 
@@ -188,13 +199,17 @@ def analyze(
     policy=None,
     git: GitDirs | None = None,
     enforced: bool = False,
+    started: float | None = None,
 ) -> TraceResult:
+    from lsp_bridge.trace.proposal import left_out_reason
+
     result = TraceResult(list(roots), list(union), list(command), exit_code, mode="enforced" if enforced else "one-pass")
     git = git or GitDirs((), ())
     needed: dict[str, tuple[str, str]] = {}  # real path -> (group, anchor)
     looked_for: dict[str, str] = {}  # config-named paths looked for (lexical) -> pattern
     upward = _ancestors(roots)
     git_own = {a for a, _ in git.admin} | set(git.common)
+    workspace = _workspace_top(roots)
     for item in collect(events):
         path, ops = item["path"], item["ops"]
         if _under(path, PSEUDO) or not os.path.lexists(path):
@@ -205,7 +220,7 @@ def analyze(
         real = os.path.realpath(path)
         if _inside(real, union):
             continue
-        group, anchor = _group(real, git)
+        group, anchor = _group(real, git, workspace, union)
         entry = {"path": real, "ops": ops, "group": group}
         if real != path:
             entry["via"] = path
@@ -215,6 +230,11 @@ def analyze(
             continue
         if os.path.isdir(real) and not (group == "git" and git.grantable_dir(real)):
             continue  # directories are implied by the files below them (git's admin/objects/refs excepted)
+        why = left_out_reason(real, started) if group != "git" else None
+        if why:
+            if not any(o["path"] == real for o in result.left_out):
+                result.left_out.append({"path": real, "reason": why})
+            continue
         needed[real] = (group, anchor)
     _propose(result, needed, policy, union)
     _quiet_failures(result, looked_for, policy, enforced)
@@ -229,34 +249,62 @@ def _merge_outside(outside: list[dict], entry: dict) -> None:
     outside.append(entry)
 
 
-def _group(real: str, git: GitDirs) -> tuple[str, str]:
+def _group(real: str, git: GitDirs, workspace: str | None = None, union: Sequence[str] = ()) -> tuple[str, str]:
     found = git.group_of(real)
     if found is not None:
         return "git", found[0]
     if os.path.basename(real) == ".git" or "/.git/" in real:
-        top = real[: real.index("/.git") + 5]
-        return "git", top
+        return "git", real  # another repository's git state: file by file, never its whole .git
     store = _store_root(real)
     if store is not None:
         return "store", store
     if _under(real, SYSTEM):
         return "system", "/"
+    package = _sibling_package(real, workspace, union) if workspace else None
+    if package is not None:
+        return "workspace", package
     return "config", os.path.dirname(real)
+
+
+WORKSPACE_MARKERS = ("pnpm-workspace.yaml", "lerna.json", "turbo.json", "nx.json", ".git")
+PACKAGE_MARKERS = ("package.json", "pyproject.toml", "Cargo.toml", "go.mod")
+
+
+def _workspace_top(roots: Sequence[str]) -> str | None:
+    """The monorepo the first root belongs to: the nearest folder above it with a workspace marker."""
+    if not roots:
+        return None
+    d = os.path.dirname(os.path.realpath(roots[0]))
+    while True:
+        if any(os.path.lexists(os.path.join(d, m)) for m in WORKSPACE_MARKERS):
+            return d
+        if d == os.path.dirname(d):
+            return None
+        d = os.path.dirname(d)
+
+
+def _sibling_package(real: str, top: str, union: Sequence[str]) -> str | None:
+    """The workspace package (a folder below ``top`` with a package manifest, holding no root) ``real`` is in."""
+    if not is_within(real, top) or real == top or "/node_modules/" in real[len(top):] + "/":
+        return None
+    d = os.path.dirname(real)
+    while d != top and is_within(d, top):
+        if any(os.path.isfile(os.path.join(d, m)) for m in PACKAGE_MARKERS):
+            return None if any(is_within(u, d) for u in union) else d
+        d = os.path.dirname(d)
+    return None
 
 
 def refusal(path: str, policy) -> str | None:
     """Why ``path`` must never be proposed, or None."""
-    from lsp_bridge.inventory.secrets import count_credentials, is_credential_path
+    from lsp_bridge.inventory.secrets import credential_reason, is_credential_path
 
     if is_credential_path(path):
         return "credential file (by name)"
     if os.path.isfile(path):
-        try:
-            found = count_credentials(path)
-        except OSError:
-            found = 0
-        if found:
-            return f"credential file ({found} secret{'s' if found != 1 else ''} found in it)"
+        why = credential_reason(path)  # the one classifier (inventory, trace, the tools)
+        if why:
+            return why
     if policy is not None:
         try:
             decision = policy.decide("read", path)
@@ -281,6 +329,8 @@ def _ancestors(roots: Sequence[str]) -> set[str]:
 
 
 def _propose(result: TraceResult, needed: dict[str, tuple[str, str]], policy, union: Sequence[str]) -> None:
+    from lsp_bridge.trace.proposal import SKIPPED_DIRS, check_directory
+
     kept: dict[str, tuple[str, str]] = {}
     for path, (group, anchor) in needed.items():
         why = refusal(path, policy)
@@ -289,41 +339,89 @@ def _propose(result: TraceResult, needed: dict[str, tuple[str, str]], policy, un
         else:
             kept[path] = (group, anchor)
     chosen: dict[str, Grant] = {}
+
+    def whole(directory: str, group: str, files: int, *, content: bool, skip: tuple[str, ...] = ()) -> Grant | None:
+        """``directory`` as one grant, enumerated: its credential and denied files excluded; None when it
+        cannot be checked (the files read are then proposed one by one)."""
+        check = check_directory(directory, policy, content=content, skip=skip)
+        if check.problem:
+            result.refused.append({"path": directory, "reason": f"directory not proposed whole: {check.problem}; "
+                                                                "the files read in it are proposed one by one"})
+            return None
+        grant = Grant(_id(group, directory), directory, "directory", group, files, excludes=check.excludes)
+        if check.credentials or check.denied:
+            grant.note = f"{len(check.credentials) + len(check.denied)} credential or denied file(s) excluded"
+        return grant
+
     # git: the admin directory and objects/refs/logs as directories (git's own layout), other git files singly
-    for _path, (group, anchor) in kept.items():
+    for path, (group, anchor) in kept.items():
         if group != "git":
             continue
-        kind = "directory" if os.path.isdir(anchor) else "file"
-        grant = chosen.setdefault(anchor, Grant(_id("git", anchor), anchor, kind, "git"))
-        grant.files = sum(1 for p, (g, a) in kept.items() if g == "git" and a == anchor and not os.path.isdir(p))
-    # store and config: files singly, the densest directory when DENSE or more files were read in it
+        files = sum(1 for p, (g, a) in kept.items() if g == "git" and a == anchor and not os.path.isdir(p))
+        if os.path.isdir(anchor):
+            grant = chosen.get(anchor) or whole(anchor, "git", files, content=False)
+            if grant is None:
+                if not os.path.isdir(path):
+                    chosen.setdefault(path, Grant(_id("git", path), path, "file", "git"))
+                continue
+            chosen[anchor] = grant
+        else:
+            chosen.setdefault(anchor, Grant(_id("git", anchor), anchor, "file", "git", files))
+    # a sibling workspace package: offered whole, read-only, with its cost (``result.packages``)
+    packages: dict[str, list[str]] = {}
+    for path, (group, anchor) in kept.items():
+        if group == "workspace":
+            packages.setdefault(anchor, []).append(path)
+    for package, files in packages.items():
+        check = check_directory(package, policy, content=True, skip=SKIPPED_DIRS)
+        entry = {"path": package, "name": _package_name(package), "files": check.files, "bytes": check.bytes,
+                 "credentials": check.credentials, "denied": check.denied, "files_read": len(files)}
+        if check.problem:
+            entry |= {"status": "refused", "reason": check.problem}
+            for path in files:
+                chosen.setdefault(path, Grant(_id("config", path), path, "file", "workspace"))
+        else:
+            entry["status"] = "offered"
+            grant = Grant(_id("workspace", package), package, "directory", "workspace", len(files),
+                          excludes=(*check.excludes, *SKIPPED_DIRS))
+            grant.note = (f"the whole package: {check.files} files, {len(check.credentials)} credential file(s) "
+                          "excluded")
+            chosen[package] = grant
+        result.packages.append(entry)
+    # store and config: files singly; a store package (or the store) when DENSE files were read in it
     for group in ("store", "config"):
         files = [p for p, (g, _) in kept.items() if g == group and os.path.isfile(p)]
         for path in files:
             anchor = kept[path][1]
-            dense = _dense_dir(path, anchor if group == "store" else os.path.dirname(path), files, union)
-            target = dense or path
-            if target in chosen:
+            dense = _dense_dir(path, anchor, files, union) if group == "store" else None
+            grant = None
+            if dense and dense not in chosen:
+                count = sum(1 for f in files if is_within(f, dense))
+                grant = whole(dense, group, count, content=True)
+                if grant is not None:
+                    grant.mount = True
+                    chosen[dense] = grant
+            if grant is None and dense in chosen:
                 continue
-            if any(g.kind == "directory" and is_within(target, g.path) for g in chosen.values()):
+            if any(g.kind == "directory" and is_within(path, g.path) for g in chosen.values()):
                 continue
-            count = sum(1 for f in files if is_within(f, target))
-            grant = Grant(_id(group, target), target, "directory" if dense else "file", group, count)
-            grant.mount = bool(dense) and group == "store"
-            chosen[target] = grant
+            chosen.setdefault(path, Grant(_id(group, path), path, "file", group))
     # a directory grant makes grants below it redundant
     dirs = [g for g in chosen.values() if g.kind == "directory"]
     result.grants = sorted(
         (g for g in chosen.values() if not any(d is not g and is_within(g.path, d.path) for d in dirs)),
-        key=lambda g: ({"store": 0, "config": 1, "git": 2}.get(g.group, 3), g.path))
-    taken: set[str] = set()
-    for grant in result.grants:
-        base = grant.id
-        n = 2
-        while grant.id in taken:
-            grant.id = f"{base}-{n}"
-            n += 1
-        taken.add(grant.id)
+        key=lambda g: ({"store": 0, "config": 1, "workspace": 2, "git": 3}.get(g.group, 4), g.path))
+
+
+def _package_name(directory: str) -> str:
+    import json
+
+    try:
+        with open(os.path.join(directory, "package.json"), encoding="utf-8") as fh:
+            name = json.load(fh).get("name")
+        return name if isinstance(name, str) else os.path.basename(directory)
+    except (OSError, ValueError, AttributeError):
+        return os.path.basename(directory)
 
 
 def _dense_dir(path: str, top: str, files: Sequence[str], union: Sequence[str]) -> str | None:
@@ -347,25 +445,9 @@ def _dense_dir(path: str, top: str, files: Sequence[str], union: Sequence[str]) 
 
 
 def _id(group: str, path: str) -> str:
-    import re
+    from lsp_bridge.trace.proposal import stable_id
 
-    return re.sub(r"[^A-Za-z0-9_.-]+", "-", _raw_id(group, path)).strip("-")
-
-
-def _raw_id(group: str, path: str) -> str:
-    name = os.path.basename(path.rstrip("/")) or "root"
-    if group == "git":
-        if name == ".git":
-            return "trace-git-pointer-" + os.path.basename(os.path.dirname(path))
-        return "trace-git-" + name.lstrip(".")
-    if group == "store":
-        parts = path.split("/")
-        for marker in (".pnpm", "cache", ".pnpm-store"):
-            if marker in parts:
-                i = parts.index(marker)
-                rest = parts[i + 1:]
-                return "trace-store" + ("-" + rest[0] if rest else "") + ("-" + name if len(rest) > 1 else "")
-    return "trace-" + name.lstrip(".")
+    return stable_id(group, path)
 
 
 def _quiet_failures(result: TraceResult, looked_for: dict[str, str], policy, enforced: bool) -> None:
@@ -404,39 +486,16 @@ def _quiet_failures(result: TraceResult, looked_for: dict[str, str], policy, enf
 
 
 def snippet(result: TraceResult) -> str:
-    base = result.roots[0] if result.roots else "/"
-    lines = ["# Proposed by `rootguard trace` for: " + " ".join(result.command),
-             "# Read-only grants of the named files the command used outside its roots.",
-             "# Add them to your user file (" + _shown(result.user_file) + "): a project file's allow outside",
-             "# the editor's folders is reduced to request, which `rootguard run` hides."]
-    if not result.grants:
-        lines.append("# (nothing to grant)")
-    for grant in result.grants:
-        lines.append("")
-        why = {"store": "package store", "git": "git state of the worktree", "config": "configuration file"}
-        desc = why.get(grant.group, grant.group)
-        if grant.kind == "directory":
-            desc += f", {grant.files} files read in it"
-        lines += ["[[paths]]", f"id = {_toml_str(grant.id)}  # {desc}", f"path = {_toml_str(_shown(grant.path, base))}",
-                  'policies = { read = "allow", write = "deny" }']
-    for grant in result.grants:
-        if grant.mount:
-            shown = _shown(grant.path, base)
-            lines += ["", "[[mounts]]", f"source = {_toml_str(shown)}", f"target = {_toml_str(grant.path)}",
-                      'mode = "ro"']
-    return "\n".join(lines) + "\n"
+    from lsp_bridge.trace.proposal import snippet as render
 
-
-def _toml_str(text: str) -> str:
-    import json
-
-    return json.dumps(text, ensure_ascii=False)
+    return render(result)
 
 
 def format_trace(result: TraceResult) -> str:
     lines = [f"rootguard trace ({result.mode}{f', {result.rounds} rounds' if result.rounds > 1 else ''}): "
              f"{' '.join(result.command)} exited {result.exit_code}"]
-    groups = {"store": "Package store", "config": "Single files", "git": "Git internals", "system": "System"}
+    groups = {"store": "Package store", "config": "Single files", "workspace": "First-party packages",
+              "git": "Git internals", "system": "System"}
     for key, title in groups.items():
         items = [o for o in result.outside if o["group"] == key]
         if not items:
@@ -449,6 +508,14 @@ def format_trace(result: TraceResult) -> str:
     if result.refused:
         lines.append("Needed but refused (never proposed):")
         lines += [f"  {r['path']}: {r['reason']}" for r in result.refused]
+    if result.left_out:
+        lines.append("Left out (new every run, never proposed):")
+        lines += [f"  {r['path']}: {r['reason']}" for r in result.left_out]
+    if result.packages:
+        from lsp_bridge.trace.proposal import package_line
+
+        lines.append("First-party packages (a reviewer's choice: the whole package, read-only):")
+        lines += ["  " + package_line(p) for p in result.packages]
     if result.quiet_failures:
         lines.append("Quiet failures (looked for above the roots, exist on the host, not visible to the agent):")
         for q in result.quiet_failures:

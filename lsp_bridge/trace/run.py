@@ -3,8 +3,14 @@
 One pass (the default): COMMAND runs under bubblewrap with the whole disk
 read-only (``--ro-bind / /``), the session's union writable at its own paths and a
 private writable ``$TMPDIR``, in the first root, traced from outside by strace. It
-sees everything, so one run finds the complete set of files it uses outside the
-union; nothing outside the union (or the private temp dir) can be changed.
+sees everything (it *reads the disk*), so one run finds the complete set of files it
+uses outside the union; nothing outside the union (or the private temp dir) can be
+changed. It is a sandbox whoever starts it: its own PID namespace and ``/proc`` (no
+``/proc/<pid>/root`` of a host process), no controlling terminal (``--new-session``),
+no capabilities, its own IPC namespace, the trace's work folder hidden; a time limit
+(``--timeout``), after which every process is killed; when COMMAND ends, the PID
+namespace ends with it (a daemonised child cannot outlive the trace or hang it), and
+the temporary folder is removed.
 
 Exit status of ``rootguard trace``: 0 when the trace ran (COMMAND's own status is
 in the report), 125 when it cannot trace here (no strace or bubblewrap, ptrace not
@@ -18,6 +24,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Sequence
 
 from lsp_bridge.core.paths import is_within
@@ -60,20 +67,74 @@ def preflight(strace: str, bwrap: str) -> None:
         raise TraceUnavailable(f"bubblewrap cannot build a sandbox here ({why}); the command was not run")
 
 
-def one_pass_command(bwrap: str, union: Sequence[str], cwd: str, private_tmp: str, argv: Sequence[str]) -> list[str]:
-    """The bubblewrap command line: disk read-only, union and a private TMPDIR writable."""
-    cmd = [bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
+DEFAULT_TIMEOUT = 600.0
+
+
+def one_pass_command(bwrap: str, union: Sequence[str], cwd: str, private_tmp: str, argv: Sequence[str],
+                     work: str | None = None) -> list[str]:
+    """The bubblewrap command line: disk read-only, union and a private TMPDIR writable; its own PID and
+    IPC namespaces and ``/proc``, no terminal, no capabilities; ``work`` (the strace log's folder) hidden."""
+    cmd = [bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--unshare-pid", "--unshare-ipc", "--unshare-uts",
+           "--proc", "/proc", "--new-session", "--die-with-parent", "--cap-drop", "ALL"]
+    if work is not None:
+        cmd += ["--tmpfs", work]
     for entry in union:
         cmd += ["--bind", entry, entry]
     cmd += ["--bind", private_tmp, private_tmp, "--setenv", "TMPDIR", private_tmp,
-            "--chdir", cwd, "--die-with-parent", "--", *argv]
+            "--chdir", cwd, "--", *argv]
     return cmd
 
 
-def run_trace(session, command: Sequence[str], *, enforced: bool = False, capture: bool = False) -> TraceResult:
+def _run_bounded(full: list[str], *, capture: bool, timeout: float) -> tuple[int, bytes, bool]:
+    """Run the traced sandbox in its own process group; kill the group at ``timeout``.
+
+    Returns (exit status, captured output, timed out). Output is read until COMMAND's
+    sandbox is gone, never longer than ``timeout``: a child that keeps the pipe open
+    dies with the PID namespace or with the group."""
+    import signal
+
+    sink = subprocess.PIPE if capture else sys.stderr.fileno()
+    proc = subprocess.Popen(full, stdin=subprocess.DEVNULL, stdout=sink,
+                            stderr=subprocess.STDOUT if capture else sink, start_new_session=True)
+    timed_out = False
+    try:
+        out, _ = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        timed_out = True
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        out, _ = proc.communicate()
+    finally:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)  # nothing of the group outlives the trace
+        except ProcessLookupError:
+            pass
+    return proc.returncode, out or b"", timed_out
+
+
+def _remove(path: str) -> None:
+    """Remove the work folder, whatever modes COMMAND gave what it left there."""
+    def retry(func, target, _exc) -> None:
+        try:
+            os.chmod(os.path.dirname(target), 0o700)
+            if os.path.isdir(target) and not os.path.islink(target):
+                os.chmod(target, 0o700)
+            func(target)
+        except OSError:
+            pass
+
+    shutil.rmtree(path, onexc=retry) if sys.version_info >= (3, 12) else shutil.rmtree(path, onerror=retry)
+
+
+def run_trace(session, command: Sequence[str], *, enforced: bool = False, capture: bool = False,
+              timeout: float = DEFAULT_TIMEOUT) -> TraceResult:
     """Trace COMMAND; its output goes to stderr, or with ``capture`` into ``result.output`` (its tail)."""
+    if timeout <= 0:
+        raise TraceError(f"--timeout must be a positive number of seconds, got {timeout}")
     if enforced:
-        return run_enforced(session, command, capture=capture)
+        return run_enforced(session, command, capture=capture, timeout=timeout)
     roots = list(session.folders)
     if not roots:
         raise TraceError("trace needs at least one --root FOLDER")
@@ -89,17 +150,18 @@ def run_trace(session, command: Sequence[str], *, enforced: bool = False, captur
         os.mkdir(private_tmp)
         log = os.path.join(work, "strace.log")
         argv = [program, *command[1:]]
-        full = strace_prefix(log) + one_pass_command(bwrap, union, cwd, private_tmp, argv)
+        full = strace_prefix(log) + one_pass_command(bwrap, union, cwd, private_tmp, argv, work)
         # COMMAND's output goes to stderr: stdout is the report (and --json stays parseable).
-        sink = subprocess.PIPE if capture else sys.stderr.fileno()
-        proc = subprocess.run(full, stdin=subprocess.DEVNULL, stdout=sink, stderr=subprocess.STDOUT if capture else sink)
+        started = time.time()
+        code, out, timed_out = _run_bounded(full, capture=capture, timeout=timeout)
         events = [e for e in parse_log(log, cwd, program) if not is_within(e.path, work)]
-        result = analyze_events(events, session, [*command], proc.returncode)
+        result = analyze_events(events, session, [*command], code, started=started)
+        result.timed_out = timed_out
         if capture:
-            result.output = (proc.stdout or b"").decode("utf-8", "replace")[-4000:]
+            result.output = out.decode("utf-8", "replace")[-4000:]
         return result
     finally:
-        shutil.rmtree(work, ignore_errors=True)
+        _remove(work)
 
 
 def _program(name: str, cwd: str) -> str:
@@ -116,34 +178,43 @@ def _program(name: str, cwd: str) -> str:
 
 
 def analyze_events(events: list[Event], session, command: list[str], exit_code: int, *,
-                   enforced: bool = False) -> TraceResult:
+                   enforced: bool = False, started: float | None = None) -> TraceResult:
+    """The proposal, already checked with the engine (``proposal.validate``)."""
     from lsp_bridge.core.config import user_config_path
+    from lsp_bridge.trace.proposal import validate
 
     union = list(session.scope.union.paths)
     result = analyze(events, roots=list(session.folders), union=union, command=command, exit_code=exit_code,
-                     policy=session.policy, git=GitDirs.of(union), enforced=enforced)
+                     policy=session.policy, git=GitDirs.of(union), enforced=enforced, started=started)
     user_file = next((c.user_file for _, c in session.configs() if getattr(c, "user_file", None)), None)
     try:
         result.user_file = user_file or user_config_path(session.env)
     except ValueError:
         result.user_file = ""
+    validate(session, result)
     return result
 
 
 MAX_ROUNDS = 10
 
 
-def run_enforced(session, command: Sequence[str], *, capture: bool = False) -> TraceResult:
+def run_enforced(session, command: Sequence[str], *, capture: bool = False,
+                 timeout: float = DEFAULT_TIMEOUT) -> TraceResult:
     """Rounds under the real narrow sandbox of ``rootguard run``.
 
     Round 1 runs COMMAND under the session's own profile; every file it looked for
     and did not find (``ENOENT``) outside the union that exists on the host, and every
     file it read there, is proposed; the next round runs with those grants added (a
-    temporary user file: the real one plus the proposal), until a round adds nothing.
+    temporary user file: the real one with the proposal merged by the one writer,
+    ``core.grants.merge_text``), until a round adds nothing. Only grants that passed
+    the checks of ``analyze`` and the engine (``proposal.validate``, run again on the
+    whole proposal before each round) are ever applied. ``timeout`` bounds every round.
     """
     from lsp_bridge.core.config import user_config_path
+    from lsp_bridge.core.grants import GrantError, merge_text
     from lsp_bridge.core.session import open_session
     from lsp_bridge.sandbox.profile import ProfileError, build_profile
+    from lsp_bridge.trace.proposal import mounts, rules, validate
 
     roots = list(session.folders)
     if not roots:
@@ -156,12 +227,10 @@ def run_enforced(session, command: Sequence[str], *, capture: bool = False) -> T
         real_user_file = user_config_path(session.env)
     except ValueError as err:
         raise TraceError(str(err)) from None
-    base_text = ""
+    base_text: str | None = None
     if os.path.isfile(real_user_file):
         with open(real_user_file, encoding="utf-8") as fh:
             base_text = fh.read()
-    if "version" not in base_text:
-        base_text = "version = 2\n" + base_text
     work = tempfile.mkdtemp(prefix="rootguard-trace-")
     events: list[Event] = []
     result: TraceResult | None = None
@@ -170,8 +239,16 @@ def run_enforced(session, command: Sequence[str], *, capture: bool = False) -> T
     try:
         for round_no in range(1, MAX_ROUNDS + 1):
             grants_file = os.path.join(work, f"user-{round_no}.toml")
+            text = base_text if base_text is not None else "version = 2\n"
+            if result is not None:
+                validate(session, result)  # re-validated before each round: only checked grants are applied
+                try:
+                    merged, _ = merge_text(text, grants_file, rules(result), mounts(result))
+                except GrantError as err:
+                    raise TraceError(f"round {round_no}: the proposal cannot be applied: {err}") from None
+                text = merged if merged is not None else text
             with open(grants_file, "w", encoding="utf-8") as fh:
-                fh.write(base_text.rstrip("\n") + "\n\n" + (result.snippet_rules() if result else ""))
+                fh.write(text)
             env = dict(session.env)
             env["ROOTGUARD_CONFIG"] = grants_file
             round_session = open_session(list(session.folders), env)
@@ -184,18 +261,17 @@ def run_enforced(session, command: Sequence[str], *, capture: bool = False) -> T
                 raise TraceUnavailable(f"the sandbox cannot be built: {err}") from None
             log = os.path.join(work, f"strace-{round_no}.log")
             full = strace_prefix(log) + profile.command_line([program, *command[1:]], bwrap=bwrap)
-            sink = subprocess.PIPE if capture else sys.stderr.fileno()
-            proc = subprocess.run(full, stdin=subprocess.DEVNULL, stdout=sink,
-                                  stderr=subprocess.STDOUT if capture else sink)
-            output = proc.stdout or b""
+            started = time.time()
+            code, output, timed_out = _run_bounded(full, capture=capture, timeout=timeout)
             events += [e for e in parse_log(log, roots[0], program) if not is_within(e.path, work)]
-            result = analyze_events(events, session, [*command], proc.returncode, enforced=True)
+            result = analyze_events(events, session, [*command], code, enforced=True, started=started)
             result.rounds = round_no
+            result.timed_out = timed_out
             now = {(g.path, g.kind) for g in result.grants}
             added = len(now - proposed)
-            print(f"rootguard trace: round {round_no}: exit {proc.returncode}, {added} new grant"
+            print(f"rootguard trace: round {round_no}: exit {code}, {added} new grant"
                   f"{'' if added == 1 else 's'}", file=sys.stderr)
-            if now <= proposed:
+            if now <= proposed or timed_out:
                 break
             proposed |= now
         assert result is not None
@@ -203,4 +279,4 @@ def run_enforced(session, command: Sequence[str], *, capture: bool = False) -> T
             result.output = output.decode("utf-8", "replace")[-4000:]
         return result
     finally:
-        shutil.rmtree(work, ignore_errors=True)
+        _remove(work)

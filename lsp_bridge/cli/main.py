@@ -303,7 +303,6 @@ def cmd_probe(args) -> int:
 
 def cmd_trace(args) -> int:
     """``rootguard trace``: 0 when the trace ran, 125 when it cannot trace here, 2 bad input."""
-    from lsp_bridge.core.grants import GrantError
     from lsp_bridge.trace import proposal
     from lsp_bridge.trace.run import TraceError, TraceUnavailable, format_trace, run_trace
 
@@ -323,45 +322,26 @@ def cmd_trace(args) -> int:
     data = result.to_json()
     if args.write:
         try:
-            data["written"] = proposal.write(session, result)
-        except (GrantError, ValueError) as err:
+            data["written"] = proposal.write(session, result)  # GrantError is a ValueError
+        except ValueError as err:
             raise UsageError(f"nothing written: {err}") from None
-        data["snippet"] = proposal.snippet(result)
-    _emit(args, data, lambda _: format_trace(result) + _written_text(data.get("written")))
+    written = "\n\n" + _safe(proposal.written_text(data["written"])) if args.write else ""
+    _emit(args, data, lambda _: format_trace(result) + written)
     return 0
-
-
-def _written_text(written: dict | None) -> str:
-    if not written:
-        return ""
-    if not written["changed"]:
-        return "\n\n" + _safe(f"{written['user_file']}: unchanged (every proposed rule and mount is already there)")
-    return "\n\n" + _safe(f"{written['user_file']}: added {len(written['added'])} rule(s)"
-                 f" ({', '.join(written['added'])}), reused {len(written['reused'])}, "
-                 f"{len(written['mounts_added'])} mount(s) added")
 
 
 def _trace_apply(args) -> int:
     """``rootguard trace --apply PROPOSAL.json``: the editor's "Add" button, through the one writer."""
-    import json
-
-    from lsp_bridge.core.grants import GrantError
     from lsp_bridge.trace import proposal
 
     try:
-        text = sys.stdin.read() if args.apply == "-" else open(args.apply, encoding="utf-8").read()
-        data = json.loads(text)
+        with (open(args.apply, encoding="utf-8") if args.apply != "-" else sys.stdin) as fh:
+            text = fh.read()
+        out = proposal.apply_text(_session(args.root), text)
     except (OSError, ValueError) as err:
-        raise UsageError(f"{args.apply}: cannot read the proposal ({err})") from None
-    session = _session(args.root)
-    try:
-        result = proposal.from_json(session, data)
-        written = proposal.write(session, result)
-    except (GrantError, ValueError) as err:
         raise UsageError(f"{args.apply}: nothing written: {err}") from None
-    out = {"written": written, "refused": result.refused, "proposed": len(result.grants)}
-    _emit(args, out, lambda _: _written_text(written).strip() + "".join(
-        _safe(f"\nrefused: {r['path']}: {r['reason']}") for r in result.refused))
+    _emit(args, out, lambda _: _safe(proposal.written_text(out["written"]).strip()) + "".join(
+        "\n" + _safe(f"refused: {r['path']}: {r['reason']}") for r in out["refused"]))
     return 0
 
 

@@ -359,7 +359,7 @@ def _checked_mount(raw: Mapping[str, Any]) -> dict[str, str]:
     return {k: str(v) for k, v in mount.items()}
 
 
-def _rule_table(rule_id: str, fields: dict[str, Any]):
+def _rule_table(rule_id: str, fields: dict[str, Any]) -> Any:
     table = tomlkit.table()
     table["id"] = rule_id
     table["path"] = fields["path"]

@@ -409,6 +409,10 @@ def is_example_file(path: str) -> bool:
     return _EXAMPLE_FILE.search(os.path.basename(path)) is not None
 
 
+_SOURCE_LITERAL = re.compile(
+    r"""(?P<name>[A-Za-z_$][\w$]*)["']?\s*(?::|=|:=|=>)\s*(?P<q>["'`])(?P<value>[^"'`\\]*)(?P=q)""")
+
+
 def is_source_file(path: str) -> bool:
     """Program source (``.ts``, ``.py``...): an unquoted value there is an expression, not a secret."""
     return os.path.splitext(path)[1].lower() in SOURCE_EXTENSIONS
@@ -431,14 +435,12 @@ def line_is_credential(line: str, *, shapes_only: bool = False, source: bool = F
         return False
     if text.startswith(("#", "//", ";", "<!--")):
         return False
+    if source:  # only `name: "literal"` / `name = 'literal'` pairs; an expression names a secret, holds none
+        return any(_assignment_is_credential(m["name"], m["value"]) for m in _SOURCE_LITERAL.finditer(text))
     assignment = _split_assignment(text)
     if assignment is not None:
         name, raw = assignment
-        if source and raw.strip()[:1] not in ("'", '"', "`"):
-            return False  # an expression (a variable, a call, a member): source naming a secret, not holding one
         return _assignment_is_credential(name, _clean_value(raw))
-    if source:
-        return False
     netrc = _NETRC_PASSWORD.search(text)
     return netrc is not None and _is_real_value(netrc.group(1))
 

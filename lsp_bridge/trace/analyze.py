@@ -27,9 +27,11 @@ from __future__ import annotations
 import fnmatch
 import os
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from lsp_bridge.core.paths import is_within
+from lsp_bridge.trace.model import Grant, TraceResult, package_line, snippet, stable_id
+from lsp_bridge.trace.proposal import SKIPPED_DIRS, check_directory, left_out_reason, refusal
 from lsp_bridge.trace.strace import Event, collect
 
 CONFIG_NAMES = ("tsconfig*.json", ".npmrc", ".prettierrc*", ".eslintrc*", "eslint.config.*", "vitest.workspace.*",
@@ -40,83 +42,6 @@ PSEUDO = ("/proc", "/sys", "/dev")
 STORE_MARKERS = ("node_modules/.pnpm", ".yarn/cache", ".pnpm-store")
 DENSE = 16
 USED = ("read", "exec", "stat")
-
-
-@dataclass
-class Grant:
-    id: str
-    path: str  # absolute
-    kind: str  # file | directory
-    group: str
-    files: int = 1
-    mount: bool = False
-    note: str = ""
-    excludes: tuple[str, ...] = ()
-
-
-@dataclass
-class TraceResult:
-    roots: list[str]
-    union: list[str]
-    command: list[str]
-    exit_code: int
-    outside: list[dict] = field(default_factory=list)  # {"path", "ops", "group"}
-    grants: list[Grant] = field(default_factory=list)
-    refused: list[dict] = field(default_factory=list)  # {"path", "reason"}
-    left_out: list[dict] = field(default_factory=list)  # {"path", "reason"}: new every run, never proposed
-    packages: list[dict] = field(default_factory=list)  # sibling workspace packages offered as roots
-    quiet_failures: list[dict] = field(default_factory=list)  # {"path", "name", ...}
-    rounds: int = 1
-    timed_out: bool = False
-    mode: str = "one-pass"
-    user_file: str = ""
-    output: str | None = None  # the command's output (its tail), when captured
-
-    def to_json(self) -> dict:
-        base = self.roots[0] if self.roots else "/"
-        return {
-            "command": self.command,
-            "exit_code": self.exit_code,
-            "mode": self.mode,
-            "rounds": self.rounds,
-            "timed_out": self.timed_out,
-            "roots": self.roots,
-            "union": self.union,
-            "outside": self.outside,
-            "proposed": {
-                "paths": [_rule_json(g, base) for g in self.grants],
-                "mounts": [{"source": _shown(g.path, base), "target": g.path, "mode": "ro"}
-                           for g in self.grants if g.mount],
-            },
-            "refused": self.refused,
-            "left_out": self.left_out,
-            "packages": self.packages,
-            "quiet_failures": self.quiet_failures,
-            "user_file": self.user_file,
-            **({"output": self.output} if self.output is not None else {}),
-            "snippet": snippet(self),
-        }
-
-
-def _rule_json(grant: Grant, base: str) -> dict:
-    rule: dict[str, object] = {"id": grant.id, "path": _shown(grant.path, base), "policies": {"read": "allow", "write": "deny"},
-            "kind": grant.kind, "group": grant.group}
-    if grant.kind == "directory":
-        rule["files_read"] = grant.files
-    if grant.excludes:
-        rule["excludes"] = list(grant.excludes)
-    return rule
-
-
-def _shown(path: str, base: str = "") -> str:
-    """How a grant's path is written: '~/...' in the home, else absolute.
-
-    Grants belong in the user file (a project file's allow outside the editor's
-    folders is reduced to request), which is shared by every project: no relative paths."""
-    home = os.path.realpath(os.path.expanduser("~"))
-    if home not in ("/", "") and is_within(path, home) and path != home:
-        return "~/" + os.path.relpath(path, home)
-    return path
 
 
 def config_name(path: str) -> str | None:
@@ -201,8 +126,6 @@ def analyze(
     enforced: bool = False,
     started: float | None = None,
 ) -> TraceResult:
-    from lsp_bridge.trace.proposal import left_out_reason
-
     result = TraceResult(list(roots), list(union), list(command), exit_code, mode="enforced" if enforced else "one-pass")
     git = git or GitDirs((), ())
     needed: dict[str, tuple[str, str]] = {}  # real path -> (group, anchor)
@@ -295,26 +218,6 @@ def _sibling_package(real: str, top: str, union: Sequence[str]) -> str | None:
     return None
 
 
-def refusal(path: str, policy) -> str | None:
-    """Why ``path`` must never be proposed, or None."""
-    from lsp_bridge.inventory.secrets import credential_reason, is_credential_path
-
-    if is_credential_path(path):
-        return "credential file (by name)"
-    if os.path.isfile(path):
-        why = credential_reason(path)  # the one classifier (inventory, trace, the tools)
-        if why:
-            return why
-    if policy is not None:
-        try:
-            decision = policy.decide("read", path)
-        except ValueError:
-            return None
-        if decision.decision == "deny" and decision.rule:
-            return f"deny rule {decision.rule!r}: {decision.reason}"
-    return None
-
-
 def _ancestors(roots: Sequence[str]) -> set[str]:
     """Every directory above a root: where an upward search for configuration looks."""
     found: set[str] = set()
@@ -329,8 +232,6 @@ def _ancestors(roots: Sequence[str]) -> set[str]:
 
 
 def _propose(result: TraceResult, needed: dict[str, tuple[str, str]], policy, union: Sequence[str]) -> None:
-    from lsp_bridge.trace.proposal import SKIPPED_DIRS, check_directory
-
     kept: dict[str, tuple[str, str]] = {}
     for path, (group, anchor) in needed.items():
         why = refusal(path, policy)
@@ -357,16 +258,16 @@ def _propose(result: TraceResult, needed: dict[str, tuple[str, str]], policy, un
     for path, (group, anchor) in kept.items():
         if group != "git":
             continue
-        files = sum(1 for p, (g, a) in kept.items() if g == "git" and a == anchor and not os.path.isdir(p))
+        count = sum(1 for p, (g, a) in kept.items() if g == "git" and a == anchor and not os.path.isdir(p))
         if os.path.isdir(anchor):
-            grant = chosen.get(anchor) or whole(anchor, "git", files, content=False)
+            grant = chosen.get(anchor) or whole(anchor, "git", count, content=False)
             if grant is None:
                 if not os.path.isdir(path):
                     chosen.setdefault(path, Grant(_id("git", path), path, "file", "git"))
                 continue
             chosen[anchor] = grant
         else:
-            chosen.setdefault(anchor, Grant(_id("git", anchor), anchor, "file", "git", files))
+            chosen.setdefault(anchor, Grant(_id("git", anchor), anchor, "file", "git", count))
     # a sibling workspace package: offered whole, read-only, with its cost (``result.packages``)
     packages: dict[str, list[str]] = {}
     for path, (group, anchor) in kept.items():
@@ -445,8 +346,6 @@ def _dense_dir(path: str, top: str, files: Sequence[str], union: Sequence[str]) 
 
 
 def _id(group: str, path: str) -> str:
-    from lsp_bridge.trace.proposal import stable_id
-
     return stable_id(group, path)
 
 
@@ -485,12 +384,6 @@ def _quiet_failures(result: TraceResult, looked_for: dict[str, str], policy, enf
 # presentation
 
 
-def snippet(result: TraceResult) -> str:
-    from lsp_bridge.trace.proposal import snippet as render
-
-    return render(result)
-
-
 def format_trace(result: TraceResult) -> str:
     lines = [f"rootguard trace ({result.mode}{f', {result.rounds} rounds' if result.rounds > 1 else ''}): "
              f"{' '.join(result.command)} exited {result.exit_code}"]
@@ -512,8 +405,6 @@ def format_trace(result: TraceResult) -> str:
         lines.append("Left out (new every run, never proposed):")
         lines += [f"  {r['path']}: {r['reason']}" for r in result.left_out]
     if result.packages:
-        from lsp_bridge.trace.proposal import package_line
-
         lines.append("First-party packages (a reviewer's choice: the whole package, read-only):")
         lines += ["  " + package_line(p) for p in result.packages]
     if result.quiet_failures:

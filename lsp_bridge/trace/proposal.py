@@ -18,12 +18,11 @@
 from __future__ import annotations
 
 import fnmatch
-import hashlib
 import os
 import re
 from dataclasses import dataclass, field, replace
 
-from lsp_bridge.trace.analyze import Grant, TraceResult, _shown
+from lsp_bridge.trace.model import Grant, TraceResult, mounts, rules, snippet, stable_id
 
 # Credential names kept out of every directory grant (gitignore dialect: any depth).
 CREDENTIAL_EXCLUDES = (".env", ".env.*", "*.env", ".envrc", ".npmrc", ".pypirc", ".netrc", ".git-credentials",
@@ -61,6 +60,27 @@ def left_out_reason(path: str, started: float | None = None) -> str | None:
         except OSError:
             return None
     return None
+
+
+def refusal(path: str, policy) -> str | None:
+    """Why ``path`` must never be proposed, or None."""
+    from lsp_bridge.inventory.secrets import credential_reason, is_credential_path
+
+    if is_credential_path(path):
+        return "credential file (by name)"
+    if os.path.isfile(path):
+        why = credential_reason(path)  # the one classifier (inventory, trace, the tools)
+        if why:
+            return why
+    if policy is not None:
+        try:
+            decision = policy.decide("read", path)
+        except ValueError:
+            return None
+        if decision.decision == "deny" and decision.rule:
+            return f"deny rule {decision.rule!r}: {decision.reason}"
+    return None
+
 
 
 # ---------------------------------------------------------------- directories
@@ -213,111 +233,6 @@ def _withdraw_all(result: TraceResult, reason: str) -> None:
     result.grants = []
 
 
-# ---------------------------------------------------------------- the proposal as data and TOML
-
-DESCRIPTIONS = {"store": "package store", "git": "git state of the worktree", "config": "configuration file",
-                "workspace": "first-party workspace package"}
-
-
-def stable_id(group: str, path: str) -> str:
-    """The same path always gets the same id; two paths never share one (a digest of the path)."""
-    name = re.sub(r"[^A-Za-z0-9_.-]+", "-", os.path.basename(path.rstrip("/")) or "root").strip("-.") or "root"
-    digest = hashlib.sha256(path.encode("utf-8", "surrogateescape")).hexdigest()[:8]
-    return f"trace-{group}-{name[:40]}-{digest}"
-
-
-def describe(grant: Grant) -> str:
-    desc = DESCRIPTIONS.get(grant.group, grant.group)
-    if grant.kind == "directory":
-        desc += f", {grant.files} file{'s' if grant.files != 1 else ''} read in it"
-    if grant.note:
-        desc += f"; {grant.note}"
-    return desc
-
-
-def rules(result: TraceResult) -> list[dict]:
-    """The ``[[paths]]`` rules (fields of ``core.grants.merge``), in proposal order."""
-    out = []
-    for grant in result.grants:
-        rule: dict = {"id": grant.id, "path": _shown(grant.path), "policies": {"read": "allow", "write": "deny"}}
-        if grant.excludes:
-            rule["excludes"] = list(grant.excludes)
-        rule["comment"] = escape_line(describe(grant))
-        out.append(rule)
-    return out
-
-
-def mounts(result: TraceResult) -> list[dict]:
-    return [{"source": _shown(g.path), "target": g.path, "mode": "ro"} for g in result.grants if g.mount]
-
-
-_UNSAFE = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029\ufeff]")
-
-
-def escape_line(text: str) -> str:
-    """One line, whatever ``text`` holds: control characters and line separators as escapes."""
-    return _UNSAFE.sub(lambda m: f"\\x{ord(m.group()):02x}" if ord(m.group()) < 0x100
-                       else f"\\u{ord(m.group()):04x}", text)
-
-
-def snippet(result: TraceResult) -> str:
-    """The proposal as TOML, rendered by tomlkit (every comment one escaped line)."""
-    import shlex
-
-    import tomlkit
-
-    doc = tomlkit.document()
-    doc.add(tomlkit.comment("Proposed by `rootguard trace` for: "
-                            + escape_line(" ".join(shlex.quote(a) for a in result.command))))
-    doc.add(tomlkit.comment("Read-only grants of the named files the command used outside its roots."))
-    doc.add(tomlkit.comment("Merge them into your user file (" + escape_line(_shown(result.user_file))
-                            + ") with `rootguard trace --write`."))
-    for item in result.left_out[:20]:
-        doc.add(tomlkit.comment(escape_line(f"left out: {item['path']} ({item['reason']})")))
-    if len(result.left_out) > 20:
-        doc.add(tomlkit.comment(f"left out: {len(result.left_out) - 20} more (see the report)"))
-    for package in result.packages:
-        doc.add(tomlkit.comment(escape_line(package_line(package))))
-    if not result.grants:
-        doc.add(tomlkit.comment("(nothing to grant)"))
-        return tomlkit.dumps(doc)
-    paths = tomlkit.aot()
-    for rule in rules(result):
-        table = tomlkit.table()
-        for key in ("id", "path"):
-            table[key] = rule[key]
-        policies = tomlkit.inline_table()
-        policies.update(rule["policies"])
-        table["policies"] = policies
-        if "excludes" in rule:
-            table["excludes"] = rule["excludes"]
-        table.comment(rule["comment"])
-        paths.append(table)
-    doc["paths"] = paths
-    found = mounts(result)
-    if found:
-        aot = tomlkit.aot()
-        for mount in found:
-            table = tomlkit.table()
-            table.update(mount)
-            aot.append(table)
-        doc["mounts"] = aot
-    text = tomlkit.dumps(doc)
-    tomlkit.parse(text)  # what we print must parse (and does: every value went through tomlkit)
-    return text
-
-
-def package_line(package: dict) -> str:
-    creds = package.get("credentials", [])
-    cost = (f"{package['files']} files, {package['bytes'] // 1024} KiB, {len(creds)} credential file"
-            f"{'s' if len(creds) != 1 else ''}")
-    if creds:
-        cost += " (kept out: " + ", ".join(c.split(": ", 1)[0] for c in creds[:5]) + ")"
-    if package.get("status") == "refused":
-        return f"first-party package {package['path']} NOT offered: {package.get('reason', '')}"
-    return f"first-party package {package['path']} offered read-only: {cost}"
-
-
 # ---------------------------------------------------------------- writing
 
 
@@ -335,8 +250,6 @@ def write(session, result: TraceResult) -> dict:
 def from_json(session, data: dict) -> TraceResult:
     """A proposal printed by ``rootguard trace --json`` (the editor's copy), checked again from scratch:
     every grant passes ``refusal``, directories are enumerated again, then ``validate``."""
-    from lsp_bridge.trace.analyze import refusal
-
     if not isinstance(data, dict) or not isinstance(data.get("proposed"), dict):
         raise ValueError("not a `rootguard trace --json` proposal (no 'proposed' object)")
     result = TraceResult(list(session.folders), list(session.scope.union.paths), list(map(str, data.get("command", []))),
@@ -368,3 +281,21 @@ def from_json(session, data: dict) -> TraceResult:
             result.grants.append(grant)
     validate(session, result)
     return result
+
+
+def apply_text(session, text: str) -> dict:
+    """``rootguard trace --apply``: the JSON of a proposal, checked again from scratch, then written."""
+    import json
+
+    result = from_json(session, json.loads(text))
+    return {"written": write(session, result), "refused": result.refused, "proposed": len(result.grants)}
+
+
+def written_text(written: dict | None) -> str:
+    """What ``write`` did, in one line (empty when nothing was to be written)."""
+    if not written:
+        return ""
+    if not written["changed"]:
+        return f"{written['user_file']}: unchanged (every proposed rule and mount is already there)"
+    return (f"{written['user_file']}: added {len(written['added'])} rule(s) ({', '.join(written['added'])}), "
+            f"reused {len(written['reused'])}, {len(written['mounts_added'])} mount(s) added")

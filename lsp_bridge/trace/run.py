@@ -28,7 +28,8 @@ import time
 from collections.abc import Sequence
 
 from lsp_bridge.core.paths import is_within
-from lsp_bridge.trace.analyze import GitDirs, TraceResult, analyze, format_trace
+from lsp_bridge.trace.analyze import GitDirs, analyze, format_trace
+from lsp_bridge.trace.model import TraceResult
 from lsp_bridge.trace.strace import Event, parse_log, strace_prefix
 
 __all__ = ["TraceError", "TraceUnavailable", "run_trace", "format_trace", "one_pass_command"]
@@ -116,16 +117,20 @@ def _run_bounded(full: list[str], *, capture: bool, timeout: float) -> tuple[int
 
 def _remove(path: str) -> None:
     """Remove the work folder, whatever modes COMMAND gave what it left there."""
-    def retry(func, target, _exc) -> None:
-        try:
-            os.chmod(os.path.dirname(target), 0o700)
-            if os.path.isdir(target) and not os.path.islink(target):
+    shutil.rmtree(path, ignore_errors=True)
+    if not os.path.lexists(path):
+        return
+    for top, dirs, _files in os.walk(path):
+        for name in dirs:
+            target = os.path.join(top, name)
+            if os.path.islink(target):
+                continue  # a link COMMAND planted: never chmod what it points to
+            try:
                 os.chmod(target, 0o700)
-            func(target)
-        except OSError:
-            pass
-
-    shutil.rmtree(path, onexc=retry) if sys.version_info >= (3, 12) else shutil.rmtree(path, onerror=retry)
+            except OSError:
+                pass
+    os.chmod(path, 0o700)
+    shutil.rmtree(path, ignore_errors=True)
 
 
 def run_trace(session, command: Sequence[str], *, enforced: bool = False, capture: bool = False,
@@ -214,7 +219,8 @@ def run_enforced(session, command: Sequence[str], *, capture: bool = False,
     from lsp_bridge.core.grants import GrantError, merge_text
     from lsp_bridge.core.session import open_session
     from lsp_bridge.sandbox.profile import ProfileError, build_profile
-    from lsp_bridge.trace.proposal import mounts, rules, validate
+    from lsp_bridge.trace.model import mounts, rules
+    from lsp_bridge.trace.proposal import validate
 
     roots = list(session.folders)
     if not roots:

@@ -1,0 +1,143 @@
+"""The one-pass ``rootguard trace`` run is a sandbox whoever starts it (issue 30 class 5).
+
+Own PID namespace and ``/proc``, no controlling terminal, every process killed at the end
+(a daemonised child neither hangs the trace nor outlives it), a time limit, the temporary
+folder removed. Each attack is also run under the bubblewrap line trace used before
+(``--ro-bind / / --proc /proc``, no PID namespace, no new session), where it succeeds.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pty
+import select
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+ROOTGUARD = [sys.executable, "-m", "lsp_bridge.cli.main"]
+NEEDS = pytest.mark.skipif(not (shutil.which("strace") and shutil.which("bwrap")),
+                           reason="strace and bubblewrap are needed (scripts/bootstrap.sh --test installs them)")
+pytestmark = [NEEDS, pytest.mark.timeout(300)]
+
+
+def bare(*argv: str) -> list[str]:
+    """The one-pass line before this change: the host's PID namespace, its /proc, the caller's session."""
+    return ["bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--die-with-parent", "--", *argv]
+
+
+def trace(root: Path, *command: str, extra: tuple[str, ...] = (), timeout: float = 120,
+          env: dict | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([*ROOTGUARD, "trace", "--json", "--root", str(root), *extra, "--", *command],
+                          capture_output=True, text=True, timeout=timeout, cwd=str(root),
+                          env=env or dict(os.environ, PYTHONPATH=str(REPO)))
+
+
+@pytest.fixture
+def root(tmp_path, isolated_user):
+    folder = tmp_path / "app"
+    folder.mkdir()
+    return folder
+
+
+def _alive(marker: str) -> list[int]:
+    found = []
+    for pid in os.listdir("/proc"):
+        if pid.isdigit():
+            try:
+                cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+            except OSError:
+                continue
+            if marker.encode() in cmdline:
+                found.append(int(pid))
+    return found
+
+
+def test_own_pid_namespace_and_proc(root):
+    host = len([p for p in os.listdir("/proc") if p.isdigit()])
+    done = trace(root, "sh", "-c", "ls /proc | grep -c '^[0-9]' >&2; cat /proc/1/cmdline >&2; echo >&2")
+    assert done.returncode == 0, done.stderr
+    count = int(done.stderr.strip().splitlines()[0])
+    assert count < 10 < host  # only the sandbox's own processes
+    # Unprotected: the host's /proc, every process of the machine (and /proc/<pid>/root of each).
+    seen = subprocess.run(bare("sh", "-c", "ls /proc | grep -c '^[0-9]'"), capture_output=True, text=True,
+                          timeout=60)
+    assert int(seen.stdout) >= host - 20 > 10
+
+
+def test_no_controlling_terminal(root):
+    """TIOCSTI needs the caller's terminal; inside the trace there is none to open."""
+    probe = "if exec 3</dev/tty; then echo TTY-OPEN; else echo NO-TTY; fi"
+
+    def under_pty(argv: list[str]) -> str:
+        pid, fd = pty.fork()
+        if pid == 0:  # the child: the pty is its controlling terminal
+            os.chdir(root)
+            os.environ["PYTHONPATH"] = str(REPO)
+            os.execvp(argv[0], argv)
+        out = b""
+        deadline = time.time() + 120
+        while time.time() < deadline:
+            ready, _, _ = select.select([fd], [], [], 1)
+            if ready:
+                try:
+                    chunk = os.read(fd, 4096)
+                except OSError:
+                    break
+                if not chunk:
+                    break
+                out += chunk
+        os.waitpid(pid, 0)
+        os.close(fd)
+        return out.decode(errors="replace")
+
+    assert "NO-TTY" in under_pty([*ROOTGUARD, "trace", "--root", str(root), "--", "sh", "-c", probe])
+    assert "TTY-OPEN" in under_pty(bare("sh", "-c", probe))  # unprotected: the caller's terminal is there
+
+
+def test_a_daemonised_child_neither_hangs_the_trace_nor_outlives_it(root):
+    marker = f"31{uuid.uuid4().int % 10_000_000}"
+    start = time.monotonic()
+    done = trace(root, "sh", "-c", f"setsid sleep {marker} </dev/null >/dev/null 2>&1 & echo started >&2",
+                 timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert time.monotonic() - start < 60
+    time.sleep(0.5)
+    assert _alive(f"sleep\x00{marker}") == []
+    # Unprotected: strace waits for the daemon, and the daemon outlives everything.
+    other = f"32{uuid.uuid4().int % 10_000_000}"
+    proc = subprocess.Popen(["strace", "-f", "-qq", "-o", "/dev/null", *bare(
+        "sh", "-c", f"setsid sleep {other} </dev/null >/dev/null 2>&1 & echo started")],
+        stdout=subprocess.PIPE, start_new_session=True)
+    with pytest.raises(subprocess.TimeoutExpired):
+        proc.wait(timeout=5)
+    try:
+        assert _alive(f"sleep\x00{other}")
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)
+        for pid in _alive(f"sleep\x00{other}"):
+            os.kill(pid, signal.SIGKILL)
+        proc.wait(timeout=30)
+
+
+def test_time_limit_kills_everything_and_the_temp_folder_is_removed(root, tmp_path):
+    temp = tmp_path / "tmpdir"
+    temp.mkdir()
+    env = dict(os.environ, PYTHONPATH=str(REPO), TMPDIR=str(temp))
+    marker = f"33{uuid.uuid4().int % 10_000_000}"
+    start = time.monotonic()
+    done = trace(root, "sh", "-c", f"mkdir -p $TMPDIR/locked/in && chmod 000 $TMPDIR/locked; sleep {marker}",
+                 extra=("--timeout", "3"), env=env)
+    assert done.returncode == 0, done.stderr
+    assert time.monotonic() - start < 60
+    assert json.loads(done.stdout)["timed_out"] is True
+    assert _alive(f"sleep\x00{marker}") == []
+    assert list(temp.iterdir()) == []  # the work folder (strace log, private TMPDIR) is gone

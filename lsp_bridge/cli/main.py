@@ -162,7 +162,8 @@ def cmd_mounts(args) -> int:
         from lsp_bridge.sandbox.profile import ProfileError, build_profile
 
         try:
-            profile = build_profile(session, reconciliation=reconciliation, landlock=False)
+            session.set_toolchain(reconciliation.toolchain(), reconciliation.refused)
+            profile = build_profile(session, landlock=False)
         except ProfileError as err:
             raise UsageError(str(err)) from None
         docker = docker_command(profile, reconciliation, image=args.image, program=args.program)
@@ -191,12 +192,15 @@ def cmd_run(args) -> int:
         if not command and not args.print:
             raise ConfinementError("no COMMAND given (rootguard run [--root FOLDER]... -- COMMAND [ARG...])")
         try:
-            session = _session(args.root, option="--root")
+            session = _session(args.root, option="--root", toolchain=not args.no_toolchain)
         except UsageError as err:
             raise ConfinementError(str(err)) from None
         except ConfigError as err:
             raise ConfinementError(f"invalid configuration: {_config_text(err.diagnostics[0])}") from None
         profile = build_profile(session, cwd=os.getcwd(), toolchain=not args.no_toolchain)
+        for note in profile.notes:  # what the toolchain asked for and does not get, and why
+            if note.startswith("toolchain"):
+                print(f"rootguard run: {_safe(note)}", file=sys.stderr)
         if args.print:
             line = profile.command_line(command or ["COMMAND"], bwrap=find_bwrap() or "bwrap")
             write(_format_command(line, shlex.quote))
@@ -237,7 +241,7 @@ def cmd_config_migrate(args) -> int:
 
 def cmd_config_held(args) -> int:
     """``rootguard config held``: each held (loosening) configuration change of FOLDERs; 1 when there is one."""
-    session = _session(args.folders)
+    session = _session(args.folders, toolchain=True)
     held = [_held_json(root, change) for root, change in session.held_changes()]
     _emit(args, {"held": held}, lambda data: "\n".join(_held_text(item) for item in data["held"])
           or "nothing held: every folder's configuration is the approved one")
@@ -246,7 +250,7 @@ def cmd_config_held(args) -> int:
 
 def cmd_config_approve(args) -> int:
     """``rootguard config approve``: show each held change, confirm, apply it and record it as approved."""
-    session = _session(args.folders)
+    session = _session(args.folders, toolchain=True)
     held = session.held_changes()
     if not held:
         write("nothing held: every folder's configuration is the approved one")
@@ -355,8 +359,9 @@ def cmd_demo(args) -> int:
 # helpers
 
 
-def _session(folders: Sequence[str], *, option: str = "FOLDER"):
-    """A session for folders typed by the user; bad folders and invalid configuration raise."""
+def _session(folders: Sequence[str], *, option: str = "FOLDER", toolchain: bool = False):
+    """A session for folders typed by the user; bad folders and invalid configuration raise.
+    ``toolchain``: with the toolchain mounts of its union as engine rules (``core.toolchain``)."""
     from lsp_bridge.core.session import open_session
 
     checked = []
@@ -377,6 +382,10 @@ def _session(folders: Sequence[str], *, option: str = "FOLDER"):
     broken = [d for d in session.config_diagnostics() if d.severity == "error"]
     if broken:
         raise ConfigError(broken)
+    if toolchain:
+        from lsp_bridge.inventory.mounts import enable_toolchain
+
+        enable_toolchain(session)
     for line in session.held():  # decided with the approved configuration: say why, every time
         print(f"rootguard: held: {_safe(line)}", file=sys.stderr)
     return session

@@ -379,6 +379,11 @@ class Held:
                 chunks += difflib.unified_diff(old.splitlines(True), new.splitlines(True),
                                                f"{path} (approved)" if path in before else "/dev/null",
                                                f"{path} (on disk)" if path in after else "/dev/null")
+        approved_mounts = self.approved.toolchain if self.approved else None
+        if self.recorded.toolchain is not None and self.recorded.toolchain != approved_mounts:
+            old_set, new_set = set(approved_mounts or ()), set(self.recorded.toolchain)
+            chunks += ["--- toolchain mounts (approved)\n", "+++ toolchain mounts (found now)\n"]
+            chunks += [f"-{p}\n" for p in sorted(old_set - new_set)] + [f"+{p}\n" for p in sorted(new_set - old_set)]
         return "".join(chunks)
 
 

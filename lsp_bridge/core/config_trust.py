@@ -50,18 +50,21 @@ class ConfigFileText:
 
 @dataclass(frozen=True)
 class Recorded:
-    """The configuration files that applied to one root (what ``load_config`` read), and ``stop``: the
-    directory where the upward search for the project file stopped (the one holding ``.git``)."""
+    """The configuration files that applied to one root (what ``load_config`` read), ``stop``: the
+    directory where the upward search for the project file stopped (the one holding ``.git``), and
+    ``toolchain``: the toolchain mounts approved with them (``core.toolchain``; None: not recorded
+    here, so ``TrustStore.record`` keeps the set already on record)."""
 
     files: tuple[ConfigFileText, ...] = ()
     stop: str | None = None
+    toolchain: tuple[str, ...] | None = None
 
     def file(self, source: str) -> ConfigFileText | None:
         return next((f for f in self.files if f.source == source), None)
 
     def to_json(self) -> dict[str, Any]:
         return {"files": [{"source": f.source, "path": f.path, "text": f.text} for f in self.files],
-                "stop": self.stop}
+                "stop": self.stop, "toolchain": None if self.toolchain is None else list(self.toolchain)}
 
     def changed_places(self, other: Recorded) -> set[str]:
         """The paths where ``other`` differs from this record: a file added, removed or edited (both its
@@ -111,12 +114,23 @@ class TrustStore:
             files = tuple(ConfigFileText(str(f["source"]), str(f["path"]), str(f["text"]))
                           for f in document["files"] if f["source"] in ("user", "project"))
             stop = document.get("stop")
+            toolchain = document.get("toolchain")
+            if toolchain is not None:
+                toolchain = tuple(str(p) for p in toolchain if isinstance(p, str))
         except (ValueError, KeyError, TypeError, AttributeError) as exc:
             raise RecordError(f"{path}: not a record Root Guard wrote ({exc})") from None
-        return Recorded(files, stop if isinstance(stop, str) else None)
+        return Recorded(files, stop if isinstance(stop, str) else None, toolchain)
 
     def record(self, root: str | None, recorded: Recorded) -> None:
-        """Keep ``recorded`` as ``root``'s approved configuration (atomically; the directory is private)."""
+        """Keep ``recorded`` as ``root``'s approved configuration (atomically; the directory is private).
+        Without a toolchain set of its own, the one on record stays."""
+        if recorded.toolchain is None:
+            try:
+                kept = self.recorded(root)
+            except (RecordError, OSError):
+                kept = None
+            if kept is not None and kept.toolchain is not None:
+                recorded = Recorded(recorded.files, recorded.stop, kept.toolchain)
         document = {"format": FORMAT, "root": root or "", **recorded.to_json()}
         text = json.dumps(document, ensure_ascii=False, indent=1) + "\n"
         path = self.path_for(root)

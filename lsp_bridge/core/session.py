@@ -11,15 +11,17 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
+from lsp_bridge.core import toolchain as toolchain_rules
 from lsp_bridge.core.config import ConfigKeeper, Held, config_candidates
-from lsp_bridge.core.config_trust import TrustStore
+from lsp_bridge.core.config_trust import Recorded, RecordError, TrustStore
 from lsp_bridge.core.diagnostics import Diagnostic
 from lsp_bridge.core.paths import is_within
 from lsp_bridge.core.scope import Scope, build_scope
 from lsp_bridge.core.settings import DENY_ALL, Config
+from lsp_bridge.core.toolchain import Refusal, ToolchainMount
 
 if TYPE_CHECKING:  # compiled on first use: the language server's first status needs no policy
     from lsp_bridge.core.policy import Policy
@@ -38,6 +40,11 @@ class Session:
     scope: Scope | None = None
     _policy: Policy | None = field(default=None, repr=False)
     _policy_configs: list[tuple[str, Config]] = field(default_factory=list, repr=False)
+    # Toolchain mounts (``core.toolchain``): None until a command that mounts or shows them sets them.
+    _toolchain: tuple[ToolchainMount, ...] | None = None
+    _toolchain_held: tuple[ToolchainMount, ...] = ()
+    _toolchain_refused: tuple[Refusal, ...] = ()
+    _toolchain_change: Held | None = None
 
     def set_folders(self, folders: Sequence[str]) -> None:
         self.folders = tuple(folders)
@@ -63,19 +70,91 @@ class Session:
 
     def held(self) -> list[str]:
         """One line per held (loosening) configuration change, for the person."""
-        return [d.message for k in [*self._keepers.values(), *self._extra.values()] if k.held
-                for d in k.diagnostics if d.code == "config-change-held"]
+        lines = [d.message for k in [*self._keepers.values(), *self._extra.values()] if k.held
+                 for d in k.diagnostics if d.code == "config-change-held"]
+        if self._toolchain_change is not None:
+            lines += list(self._toolchain_change.reasons)
+        return lines
 
     def held_changes(self) -> list[tuple[str, Held]]:
         """(root, the held change) for each root whose configuration on disk waits for approval."""
         keepers = [*self._keepers.items(), *self._extra.items()]
-        return [(root, keeper.held) for root, keeper in keepers if keeper.held is not None]
+        found = [(root, keeper.held) for root, keeper in keepers if keeper.held is not None]
+        first = self._toolchain_root()
+        if self._toolchain_change is not None and first is not None:
+            found.append((first[0], self._toolchain_change))
+        return found
 
     def accept_held(self) -> bool:
         accepted = [k.accept_held() for k in [*self._keepers.values(), *self._extra.values()]]
+        if self._toolchain_change is not None:
+            accepted.append(self._accept_toolchain())
         if any(accepted):
             self.rebuild()
         return any(accepted)
+
+    # -- toolchain mounts ---------------------------------------------------------
+
+    def _toolchain_root(self) -> tuple[str, ConfigKeeper] | None:
+        """The root whose record keeps the approved toolchain set: the first folder (or root)."""
+        keepers = [*self._keepers.items(), *self._extra.items()]
+        return keepers[0] if keepers else None
+
+    def _approved_record(self) -> Recorded | None:
+        first = self._toolchain_root()
+        if self.store is None or first is None:
+            return None
+        try:
+            return self.store.recorded(first[1].project_root)
+        except (RecordError, OSError):
+            return None  # the keeper already said the record is unreadable: taken as approved
+
+    def set_toolchain(self, found: Sequence[ToolchainMount], refused: Sequence[Refusal] = ()) -> None:
+        """Make the toolchain mounts ``found`` for this session's union rules of the engine (source
+        ``toolchain``), except a mount added since the last approved session that a file the agent can
+        write asked for: that one is held (``held_changes``) until the person approves it. A mount that
+        went away is gone at once, and the approved set recorded again."""
+        record = self._approved_record()
+        approved = record.toolchain if record is not None else None
+        settled = toolchain_rules.settle(found, approved, self.agent_writable)
+        self._toolchain, self._toolchain_held = settled.in_force, settled.held
+        self._toolchain_refused = tuple(refused)
+        self._toolchain_change = None
+        first = self._toolchain_root()
+        if settled.held and first is not None:
+            base = record if record is not None else Recorded()
+            wanted = tuple(sorted({*settled.approved, *(m.path for m in settled.held)}))
+            reasons = tuple(f"{toolchain_rules.describe(m)} is new and a file the agent can write asked for it; "
+                            "it is not mounted until you approve it (rootguard config approve)" for m in settled.held)
+            self._toolchain_change = Held(first[1].current, replace(base, toolchain=wanted), reasons, record)
+        if self.store is not None and first is not None and record is not None and settled.approved != approved:
+            self._record_toolchain(first[1], record, settled.approved)
+        self.rebuild()
+
+    def _record_toolchain(self, keeper: ConfigKeeper, record: Recorded, paths: tuple[str, ...]) -> None:
+        assert self.store is not None
+        try:
+            self.store.record(keeper.project_root, replace(record, toolchain=paths))
+        except OSError:
+            pass  # read-only state (inside a sandbox): the next session compares again
+
+    def _accept_toolchain(self) -> bool:
+        change, first = self._toolchain_change, self._toolchain_root()
+        if change is None or first is None:
+            return False
+        self._toolchain_change = None
+        self._toolchain = (*(self._toolchain or ()), *self._toolchain_held)
+        self._toolchain_held = ()
+        record = self._approved_record() or Recorded()
+        if self.store is not None:
+            self._record_toolchain(first[1], record, change.recorded.toolchain or ())
+        return True
+
+    def toolchain(self) -> tuple[tuple[ToolchainMount, ...], tuple[ToolchainMount, ...], tuple[Refusal, ...]] | None:
+        """(mounts in force, mounts held, refused paths); None when no toolchain set was given."""
+        if self._toolchain is None:
+            return None
+        return self._toolchain, self._toolchain_held, self._toolchain_refused
 
     def configs(self) -> list[tuple[str, Config]]:
         return [(f, self._keepers[f].current) for f in self.folders]
@@ -103,6 +182,10 @@ class Session:
         first = configs[0][1]
         self.scope = build_scope(self.folders, first)
         self._policy_configs = configs + self._root_configs()
+        if self._toolchain:  # rules of their own source, ranked below every configured rule (rules.winner)
+            extra = toolchain_rules.rules(self._toolchain)
+            self._policy_configs = [(root, replace(config, paths=(*config.paths, *extra)))
+                                    for root, config in self._policy_configs]
         self._policy = None
 
     @property

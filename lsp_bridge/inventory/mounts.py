@@ -34,7 +34,7 @@ from lsp_bridge.inventory.tsconfig import ChainFile, extends_chain, path_refusal
 
 __all__ = [  # what callers imported from here before the split
     "CONTAINER_ROOT", "MountSuggestion", "Reconciliation", "mcp_server_confinement", "mounts_from_mcp_configs",
-    "reconcile", "strip_jsonc", "toolchain_set", "workspace_packages",
+    "enable_toolchain", "reconcile", "strip_jsonc", "toolchain_set", "workspace_packages",
 ]
 
 MAX_SCAN_ENTRIES = 200_000
@@ -207,6 +207,17 @@ def toolchain_set(union: Sequence[str], repo_toplevel: str | None = None
     package manager's layout (``walk=False``), so ``roots``, ``run`` and ``config held`` find the same set."""
     found = reconcile(union, [], repo_toplevel=repo_toplevel, walk=False)
     return found.toolchain(), found.refused, found.diagnostics
+
+
+def enable_toolchain(session) -> tuple[Diagnostic, ...]:
+    """Find the toolchain set of ``session``'s union and give it to the session as engine rules
+    (``Session.set_toolchain``: a new mount an agent-writable file asked for is held). The findings."""
+    from lsp_bridge.core import worktrees
+
+    toplevel = worktrees.locate(session.scope.folders[0]).toplevel if session.scope.folders else None
+    found, refused, diagnostics = toolchain_set(session.scope.union.paths, toplevel)
+    session.set_toolchain(found, refused)
+    return diagnostics
 
 
 def _by_target(s: MountSuggestion) -> str:

@@ -58,11 +58,46 @@ def roots_report(session, *, with_mounts: bool = True) -> dict:
     data = scope.to_json()
     mounts = mounts_report(session, walk=False) if with_mounts else None
     data["mounts"] = mounts.to_json() if mounts is not None else None
+    if mounts is not None and session.toolchain() is None:
+        session.set_toolchain(mounts.toolchain(), mounts.refused)  # the same set run mounts (walk=False)
+    data["toolchain"] = toolchain_report(session)
     diags = list(session.diagnostics)
     if mounts is not None:
         diags += [d for d in quiet_mount_findings(mounts) if d not in diags]
     data["warnings"] = warnings_of(diags)
     return data
+
+
+def toolchain_report(session) -> dict | None:
+    """The toolchain rules of ``session`` (``core.toolchain``) and how the engine decides each one's path:
+    ``rules`` in force (``decision``/``source``: the rule that decides, a configured one when it matches),
+    ``held`` (new, asked for by a file the agent can write: not mounted until approved) and ``refused``."""
+    state = session.toolchain()
+    if state is None:
+        return None
+    in_force, held, refused = state
+    rules = []
+    for mount in in_force:
+        decision = session.policy.decide("read", mount.path)
+        rules.append({**mount.to_json(), "source": "toolchain", "decision": decision.decision,
+                      "decided_by": decision.rule_source, "rule": decision.rule, "why": decision.reason})
+    return {"rules": rules, "held": [m.to_json() for m in held], "refused": [r.to_json() for r in refused]}
+
+
+def format_toolchain(data: dict) -> list[str]:
+    lines = ["Toolchain rules (source toolchain: read-only, only where no configured rule decides):"]
+    for rule in data["rules"]:
+        by = "" if rule["decided_by"] == "toolchain" else f", decided by a {rule['decided_by'] or 'baseline'} rule"
+        lines.append(f"  {rule['decision']}  {show_path(rule['path'])}    ({rule['kind']}{by}: {one_line(rule['reason'])})")
+    if not data["rules"]:
+        lines.append("  (none)")
+    for mount in data["held"]:
+        lines.append(f"  held  {show_path(mount['path'])}    (new, asked for by {show_path(mount['cause'] or '')}, "
+                     "which the agent can write: not mounted until rootguard config approve)")
+    for refusal in data["refused"]:
+        asked = f", asked for by {show_path(refusal['cause'])}" if refusal["cause"] else ""
+        lines.append(f"  refused  {show_path(refusal['path'])}    ({one_line(refusal['reason'])}{asked})")
+    return lines
 
 
 def mounts_report(session, *, walk: bool = True, narrow: Sequence[str] | None = None):
@@ -150,6 +185,8 @@ def format_roots(data: dict) -> str:
             lines.append(f"  worktrees = \"include\" (the default) added {plural(len(added), 'folder')} "
                          "of the other checkouts to the union; set worktrees = \"request\" or \"ignore\" "
                          "in the configuration to change that")
+    if data.get("toolchain"):
+        lines += format_toolchain(data["toolchain"])
     mounts = data.get("mounts")
     if mounts:
         text = format_mounts(mounts, heading=False)
@@ -191,6 +228,10 @@ def format_mounts(data: dict, *, heading: bool = True) -> str:
         lines.append(f"  (+{len(unrescuable) - LIST_LIMIT:,} more such links; --json lists them all)")
     for path in data.get("single_files", []):
         lines.append(f"  single file above the root to mount: {show_path(path)}")
+    if heading:  # rootguard roots shows them with the toolchain rules
+        for refusal in data.get("refused", []):
+            asked = f" (asked for by {show_path(refusal['cause'])})" if refusal.get("cause") else ""
+            lines.append(f"  refused {show_path(refusal['path'])}{asked}: {one_line(refusal['reason'])}")
     if data.get("warnings"):
         lines.append("Warnings:")
         lines += [f"  {w['severity']}: {one_line(w['message'])}" for w in data["warnings"]]

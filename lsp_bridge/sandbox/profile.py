@@ -241,31 +241,37 @@ def build_profile(
     *,
     cwd: str | None = None,
     toolchain: bool = True,
-    reconciliation=None,
     landlock: bool = True,
 ) -> Profile:
     """The sandbox profile of ``session`` (a ``lsp_bridge.core.session.Session``).
 
     ``cwd``: where COMMAND starts when it is visible (else the first visible
-    tree, else ``/``); never a source of roots. ``toolchain``: add the
-    reconciliation's read-only toolchain mounts (the pnpm store the links
-    name, single configuration files above the root). ``reconciliation``: a
-    precomputed ``Reconciliation`` (else computed here when ``toolchain``).
+    tree, else ``/``); never a source of roots. ``toolchain``: mount what the
+    toolchain reads outside the roots (the pnpm store the links name, single
+    configuration files above the root) where the engine allows it: they are
+    rules of source ``toolchain`` (``core.toolchain``), found here unless the
+    session already has them (``inventory.mounts.enable_toolchain``); a user or
+    project rule that denies or asks for one decides it, and the profile says so.
     ``landlock``: put the Landlock exec shim in front of COMMAND.
     Raises ``ProfileError`` when the policy cannot be expressed.
     """
-    return _Builder(session, cwd, toolchain, reconciliation, landlock).build()
+    if toolchain and session.toolchain() is None:
+        from lsp_bridge.inventory.mounts import enable_toolchain
+
+        enable_toolchain(session)
+    return _Builder(session, cwd, toolchain, landlock).build()
 
 
 class _Builder:
-    def __init__(self, session, cwd, toolchain, reconciliation, landlock):
+    def __init__(self, session, cwd, toolchain, landlock):
         if session.policy is None or session.scope is None:
             raise ProfileError("the session has no policy")
         self.session = session
         self.policy = session.policy
         self.cwd = cwd
         self.toolchain = toolchain
-        self.reconciliation = reconciliation
+        state = session.toolchain() if toolchain else None
+        self.tool_mounts = {m.path: m for m in state[0]} if state else {}
         self.landlock = landlock
         self.system: list[MountOp] = []
         self.ops: list[MountOp] = []
@@ -328,7 +334,7 @@ class _Builder:
         self.add_trees()
         self.add_rule_anchors()
         if self.toolchain:
-            self.add_toolchain()
+            self.toolchain_notes()
         self.add_candidates()
         interpreter, shim = self.shim() if self.landlock else (None, None)
         ops = sorted(self.ops, key=lambda op: depth(op.target))
@@ -397,6 +403,9 @@ class _Builder:
         for ruleset in self.policy.rulesets():
             for compiled in ruleset.compiled:
                 anchor = compiled.anchor
+                tool = compiled.rule.source == "toolchain"
+                if tool and not self.toolchain:
+                    continue  # --no-toolchain
                 if self.state_at(anchor) is not None or anchor in self.state or not os.path.lexists(anchor):
                     continue  # inside a tree: handled with the tree's candidates
                 try:
@@ -407,33 +416,36 @@ class _Builder:
                 if read.decision == "request":
                     self.hide(real, read)
                 if read.decision != "allow":
-                    if os.path.isdir(real) and real not in self.dark:
+                    if tool and read.decision == "deny":  # a request-level one is said as hidden
+                        self.notes.append(f"toolchain mount {real} left out: the engine says {read.decision} "
+                                          f"({read.reason})")
+                    elif not tool and os.path.isdir(real) and real not in self.dark:
                         self.dark.append(real)  # its globs may still allow entries below it
                     continue
                 write = self.decide("write", real)
                 rule = compiled.rule
                 what = "single-file grant" if not os.path.isdir(real) else "rule"
-                if write.decision == "allow":
+                if tool:
+                    mount = self.tool_mounts.get(real)
+                    why = f"toolchain ({mount.kind}): {mount.reason}" if mount else f"toolchain rule {rule.id!r}"
+                    self.add(MountOp("ro-bind", real, real, f"{why}; {read.reason}"), "ro")
+                elif write.decision == "allow":
                     self.add(MountOp("bind", real, real, f"{what} {rule.id!r} ({rule.source}), writable"), "rw")
                 else:
                     self.add(MountOp("ro-bind", real, real, f"{what} {rule.id!r} ({rule.source}), read-only"), "ro")
 
-    def add_toolchain(self) -> None:
-        """The reconciliation's store and single-file mounts, at their own paths."""
-        recon = self.reconciliation
-        if recon is None:
-            from lsp_bridge.inventory.report import mounts_report
-
-            recon = self.reconciliation = mounts_report(self.session)
-        for s in recon.suggested:
-            if s.mode != "ro" or not os.path.exists(s.source) or self.state_at(s.source) is not None:
-                continue
-            read = self.decide("read", s.source)
-            if read.decision == "deny" and read.rule is not None:
-                self.notes.append(f"toolchain mount {s.source} left out: {read.reason}")
-                continue
-            kind = "single file" if not os.path.isdir(s.source) else "store"
-            self.add(MountOp("ro-bind", s.source, s.source, f"toolchain ({kind}): {s.reason}"), "ro")
+    def toolchain_notes(self) -> None:
+        """What the toolchain asked for that is held or refused: said, never mounted."""
+        state = self.session.toolchain()
+        if not state:
+            return
+        _, held, refused = state
+        for mount in held:
+            self.notes.append(f"toolchain mount {mount.path} held: new since the last approved session and asked "
+                              f"for by {mount.cause}, which the agent can write (rootguard config approve)")
+        for refusal in refused:
+            asked = f" (asked for by {refusal.cause})" if refusal.cause else ""
+            self.notes.append(f"toolchain path {refusal.path} refused{asked}: {refusal.reason}")
 
     def add_candidates(self) -> None:
         """Masks and nested binds wherever the engine's answer can differ from its directory's.

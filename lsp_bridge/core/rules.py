@@ -28,11 +28,19 @@ from lsp_bridge.core.settings import STRICTNESS, Config, PathRule
 
 if TYPE_CHECKING:
     from lsp_bridge.core.settings import Verdict
+    from lsp_bridge.core.union import Union
 
 Specificity = tuple[int, int, int]
 _ = literal_prefix  # re-exported
 # Sources whose rules form the floor a project file cannot loosen (PRODUCT.md "Layering").
 FLOOR_SOURCES = frozenset({"builtin", "user", "environment", "session", "git"})
+
+
+def reduced_to_request(rule: PathRule, anchor: str, union: Union) -> bool:
+    """Whether ``rule``'s ``allow`` at ``anchor`` becomes ``request``: a project file's rule outside the host
+    baseline cannot widen access (PRODUCT.md "Layering"). The one place this is decided: the engine's
+    compiled rules and the editor's information diagnostic both ask here."""
+    return rule.source == "project" and not union.contains(anchor)
 
 
 @dataclass(frozen=True)
@@ -81,7 +89,7 @@ class RuleSet:
             excludes = GlobSet(rule.excludes)
             includes = GlobSet(rule.includes)
             for anchor in self._anchors(rule, scope):
-                reduced = rule.source == "project" and not scope.union.contains(anchor)
+                reduced = reduced_to_request(rule, anchor, scope.union)
                 compiled = CompiledRule(rule, anchor, exact, excludes, includes, reduced, depth(anchor))
                 by_anchor.setdefault(anchor, []).append(compiled)
         self._index: PrefixIndex[list[CompiledRule]] = PrefixIndex(by_anchor)

@@ -70,6 +70,7 @@ def disk_hints(tracker) -> list[Diagnostic]:
 def _reduced_allows(tracker, parsed, text: str, path: str) -> list[Diagnostic]:
     """Information: a project rule that allows beyond the host baseline is reduced to request."""
     from lsp_bridge.core.diagnostics import Range
+    from lsp_bridge.core.rules import reduced_to_request
 
     layer = getattr(parsed, "layer", None)
     rules = getattr(layer, "paths", ()) if layer is not None else ()
@@ -77,7 +78,7 @@ def _reduced_allows(tracker, parsed, text: str, path: str) -> list[Diagnostic]:
     found = []
     for rule in rules:
         allows = [op for op in ("read", "write", "delete") if getattr(rule, op) == "allow"]
-        if not allows or union.contains(rule.anchor):
+        if not allows or not reduced_to_request(rule, rule.anchor, union):
             continue
         match = re.search(r'^\s*id\s*=\s*["\']' + re.escape(rule.id) + r'["\']', text, re.M)
         line = text.count("\n", 0, match.start()) if match else 0

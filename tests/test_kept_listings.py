@@ -66,6 +66,8 @@ def kept(tools: FileTools, directory: Path) -> bool:
 
 
 def test_a_settled_directory_is_kept_and_one_changed_just_now_is_listed_again(repo):
+    """"Just now" is the listings' clock set to the instant of the change (the directory's change
+    time), not a race with the real clock: a listing made a moment later is the same case."""
     tools = FileTools([str(repo)], env=dict(os.environ))
     first = listing(tools)
     assert first == {"directories": ["lib"], "files": ["a.ts", "b.ts"], "links": [], "other": [], "hidden": 0,
@@ -73,8 +75,12 @@ def test_a_settled_directory_is_kept_and_one_changed_just_now_is_listed_again(re
     assert kept(tools, repo / "src")  # the next listing is one fstat
     assert listing(tools) == first
     (repo / "src" / "new.ts").write_text("n\n")
+    tools.listings.clock = lambda: os.stat(repo / "src").st_ctime_ns  # listed in the tick it changed
     assert listing(tools)["files"] == ["a.ts", "b.ts", "new.ts"]
     assert not kept(tools, repo / "src")  # changed within the racy window: never kept
+    tools.listings.clock = lambda: os.stat(repo / "src").st_ctime_ns + change_key.MARGIN_NS + 1
+    assert listing(tools)["files"] == ["a.ts", "b.ts", "new.ts"]
+    assert kept(tools, repo / "src")  # past the window: kept
 
 
 def test_every_change_of_entries_shows_at_the_next_listing(repo):

@@ -41,9 +41,9 @@ def small(tmp_path):
     return demo
 
 
-def run(demo, *, save: bool = True) -> tuple[InventoryCache, object]:
+def run(demo, *, save: bool = True, clock=time.time_ns) -> tuple[InventoryCache, object]:
     """One run: a fresh cache's report of widening the narrow package to the repository."""
-    cache = InventoryCache()
+    cache = InventoryCache(clock=clock)
     report = cache.report([demo.narrow], [demo.repo])
     if save:
         cache.save_scans()
@@ -121,8 +121,8 @@ def test_a_file_read_again_under_a_kept_directory_is_kept_with_its_new_key(small
 
 
 def test_a_directory_changed_just_before_its_listing_is_not_kept(small):
-    Path(small.repo, "just-now").write_text("x\n")  # the root changes within the racy window
-    run(small)
+    Path(small.repo, "just-now").write_text("x\n")  # the root changes within the racy window:
+    run(small, clock=lambda: os.stat(small.repo).st_ctime_ns)  # the walk reads it in the tick it changed
     records = json.loads(store_files()[0].read_text())["records"]
     assert "" not in records  # a change in the same clock tick would not change its key: listed again
     assert "packages" in records
@@ -192,11 +192,14 @@ def test_the_cache_keeps_a_bounded_number_of_roots(tmp_path, monkeypatch):
         (top / "sub").mkdir(parents=True)
         (top / "sub" / "file.txt").write_text("x\n")
     time.sleep(SETTLE)
-    for name in ("a", "b", "c"):
+    written = time.time_ns() - 100 * 10**9
+    for index, name in enumerate(("a", "b", "c")):
         cache = InventoryCache()
         cache.report([], [str(tmp_path / name)])
         cache.save_scans()
-        time.sleep(0.01)
+        for path in store_files():  # "least recently written" set by the test, not by a 10 ms sleep
+            if json.loads(path.read_text())["top"] == str(tmp_path / name):
+                os.utime(path, ns=(written + index * 10**9, written + index * 10**9))
     kept = [json.loads(p.read_text())["top"] for p in store_files()]
     assert sorted(kept) == [str(tmp_path / "b"), str(tmp_path / "c")]
 

@@ -2,9 +2,17 @@
 
 from __future__ import annotations
 
+import threading
 import time
 
 from lsp_bridge.lsp.watch import WATCH_BUDGET, Watcher, plan_watches
+
+
+def wait_for(condition, seconds: float = 10) -> bool:
+    deadline = time.monotonic() + seconds
+    while not condition() and time.monotonic() < deadline:
+        time.sleep(0.02)
+    return condition()
 
 
 def test_the_plan_is_bounded_on_a_wide_tree(tmp_path):
@@ -29,15 +37,15 @@ def test_the_watcher_reports_a_debounced_batch_of_changes_but_not_reads(tmp_path
     try:
         watcher.apply(plan_watches(config_files=[], folders=[], common_dirs=[], union=[str(tmp_path)]))
         (tmp_path / "existing.txt").write_text("x")
-        deadline = time.monotonic() + 5
-        while not batches and time.monotonic() < deadline:
-            time.sleep(0.02)
-        assert any(str(tmp_path / "existing.txt") in b for b in batches)
+        assert wait_for(lambda: any(str(tmp_path / "existing.txt") in b for b in batches))
         batches.clear()
         (tmp_path / "existing.txt").read_text()
         list(tmp_path.iterdir())
-        time.sleep(0.3)
-        assert batches == []  # reads never wake the watcher
+        # A change after the reads is the event that ends the wait (the kernel reports in order):
+        # whatever the reads woke would be reported with it or before it, never after.
+        (tmp_path / "marker.txt").write_text("m")
+        assert wait_for(lambda: any(str(tmp_path / "marker.txt") in b for b in batches))
+        assert not any(str(tmp_path / "existing.txt") in b for b in batches)  # reads never wake the watcher
     finally:
         watcher.stop()
 
@@ -50,20 +58,25 @@ def test_the_deep_rescan_sees_deep_files_and_says_when_its_budget_is_exhausted(t
         (tmp_path / "wide" / f"d{i}").mkdir(parents=True)
     batches: list[set[str]] = []
     limits: list[bool] = []
-    watcher = Watcher(batches.append, debounce=0.05, on_limit=lambda: limits.append(True), deep_budget=6)
+    walks: list[float] = []
+    walked = threading.Event()
+
+    def idle(timeout: float) -> bool:
+        """Asked before each walk or poll: the second time, the first walk is done (an event, not a sleep)."""
+        walks.append(timeout)
+        if len(walks) >= 2:
+            walked.set()
+        return True
+
+    watcher = Watcher(batches.append, debounce=0.05, on_limit=lambda: limits.append(True), deep_budget=6, idle=idle)
     try:
         watcher.apply(plan_watches(config_files=[], folders=[], common_dirs=[], union=[str(tmp_path / "a")]))
-        time.sleep(0.3)  # the first walk records the directories' times
-        (deep / ".env").write_text("KEY=x\n")
-        deadline = time.monotonic() + 5
-        while not any(str(deep) in b for b in batches) and time.monotonic() < deadline:
-            time.sleep(0.02)
-        assert any(str(deep) in b for b in batches)
+        assert walked.wait(30)  # the first walk recorded the directories' times
+        (deep / ".env").write_text("KEY=x\n")  # found by a later poll, below the watched levels
+        assert wait_for(lambda: any(str(deep) in b for b in batches))
         assert watcher.limit_note is None and limits == []
         watcher.apply(plan_watches(config_files=[], folders=[], common_dirs=[], union=[str(tmp_path)]))
-        deadline = time.monotonic() + 5
-        while not limits and time.monotonic() < deadline:
-            time.sleep(0.02)
+        assert wait_for(lambda: bool(limits))
         assert limits == [True]
         assert watcher.limit_note and "6 directories" in watcher.limit_note
     finally:

@@ -19,7 +19,8 @@ from __future__ import annotations
 import os
 import stat
 import threading
-from collections.abc import Iterable, Sequence
+import time
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 
 from lsp_bridge.core.paths import is_within
@@ -61,16 +62,16 @@ class InventoryCache(ScannedTree):
     the event loop only ``queue_changes``, which never waits for a scan.
     """
 
-    def __init__(self, *, persistent: bool = True) -> None:
+    def __init__(self, *, persistent: bool = True, clock: Callable[[], int] = time.time_ns) -> None:
         """``persistent``: reuse what earlier runs kept in the user's cache directory: git history
         answers while every ref is unchanged (``history.refs_digest``), and a directory's scan while
         its stat is (``scan_store``; ``save_scans`` writes them). False lists every directory and
-        reads the history afresh each time a ref moves."""
+        reads the history afresh each time a ref moves. ``clock``: the wall clock in ns (``ScannedTree``)."""
         self._lock = threading.RLock()
         self._queue_lock = threading.Lock()  # held for a moment only, never during a scan
         self._queued: dict[str, None] = {}
         self._flush_due = False
-        super().__init__(persistent=persistent)
+        super().__init__(persistent=persistent, clock=clock)
 
     def _clear(self) -> None:
         super()._clear()

@@ -81,8 +81,9 @@ class ScannedTree:
     Not thread-safe on its own: ``InventoryCache`` holds its lock around every call.
     """
 
-    def __init__(self, *, persistent: bool = True) -> None:
+    def __init__(self, *, persistent: bool = True, clock: Callable[[], int] = time.time_ns) -> None:
         self.persistent = persistent
+        self.clock = clock  # the wall clock in ns, read before a walk: ``change_key.stable_key``'s "read at"
         self.dirs_scanned = 0
         self.dirs_kept = 0
         self._clear()
@@ -147,7 +148,7 @@ class ScannedTree:
         links: list[tuple[Dir, Dir]] = []  # (child, parent), parents listed first
         stack: list[tuple[str, Dir | None]] = [(top, None)]
         persistent = self.persistent
-        now = time.time_ns()  # before every lstat of the walk: ``stable_key``'s "read at"
+        now = self.clock()  # before every lstat of the walk: ``stable_key``'s "read at"
         while stack:
             path, parent = stack.pop()
             entry, key = None, None
@@ -330,7 +331,7 @@ class ScannedTree:
         stack = [top]
         keys: list | None = [] if self.persistent else None
         start = len(top) + (not top.endswith(os.sep))
-        now = time.time_ns()
+        now = self.clock()
         while stack:
             path = stack.pop()
             self.dirs_scanned += 1
@@ -362,7 +363,7 @@ class ScannedTree:
             else:
                 self._forget_tree(path)
             return
-        entry = self._scan_dir(path, old, key_of(path) if self.persistent else None)
+        entry = self._scan_dir(path, old, key_of(path, self.clock()) if self.persistent else None)
         for gone in set(old.subdirs) - set(entry.subdirs):
             self._forget_tree(os.path.join(path, gone))
         for name in entry.subdirs:

@@ -55,7 +55,7 @@ def list_columns(root: str, relative: str, *,
     ``kept``: where a listing that reads no file (``file_stats`` False) is taken from
     while its directory is unchanged, and where each new listing is kept.
     """
-    read_at = time.time_ns()  # before the directory's stat: ``change_key.stable_key``'s "read at"
+    read_at = kept.clock() if kept is not None else 0  # before the directory's stat: ``stable_key``'s "read at"
     with open_directory(root, relative_parts(relative)) as dfd:
         info = os.fstat(dfd)
         wanted: bool | frozenset[int] = True
@@ -116,12 +116,15 @@ class KeptListings:
     listing that reads files' link counts reads them every time. At most ``most``
     directories and ``entries`` names in all (the first kept forgotten first; a
     listing of more than a quarter of ``entries`` is not kept): 100,000 names are
-    ~10 MB. Any thread may list.
+    ~10 MB. Any thread may list. ``clock``: the wall clock in nanoseconds (``time.time_ns``),
+    read before each listing (a test sets it to tell "changed just now" without racing it).
     """
 
-    def __init__(self, most: int = 64, entries: int = 100_000) -> None:
+    def __init__(self, most: int = 64, entries: int = 100_000, *,
+                 clock: Callable[[], int] = time.time_ns) -> None:
         self.most = most
         self.entries = entries
+        self.clock = clock
         self._kept: dict[tuple[int, int], tuple[Key, list[str], list[str]]] = {}
         self._held = 0  # names kept, in all
         self._lock = threading.Lock()

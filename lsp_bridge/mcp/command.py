@@ -16,12 +16,9 @@ from collections.abc import Sequence
 from lsp_bridge.core.paths import canonical
 from lsp_bridge.core.session import Session, open_session
 from lsp_bridge.mcp.file_tools import Limits
+from lsp_bridge.mcp.tool_list import NO_ROOTS
 
 SDK_MODULES = ("mcp", "mcp_types", "anyio", "pydantic")  # the 'mcp' extra, found before anything is answered
-NO_ROOTS = (
-    "rootguard mcp: no roots. Start it with --root DIR (an absolute path; repeat for more), "
-    "or connect a client that offers MCP roots. The current directory is never used."
-)
 
 
 def build_parser() -> argparse.ArgumentParser:

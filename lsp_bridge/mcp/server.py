@@ -58,10 +58,9 @@ from lsp_bridge.approvals.service import (
 )
 from lsp_bridge.core.paths import canonical, is_within, read_regular
 from lsp_bridge.mcp.audit import AuditLog
-from lsp_bridge.mcp.command import NO_ROOTS
 from lsp_bridge.mcp.file_tools import QUICK_TOOLS, Caller, FileTools, Limits, Plan, ToolError
 from lsp_bridge.mcp.stdio import serve_stdio
-from lsp_bridge.mcp.tool_list import INSTRUCTIONS, SERVER_NAME, tool_definitions
+from lsp_bridge.mcp.tool_list import INSTRUCTIONS, NO_ROOTS, SERVER_NAME, tool_definitions
 
 if TYPE_CHECKING:  # imported lazily at run time
     import anyio.abc

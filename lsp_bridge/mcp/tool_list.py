@@ -14,6 +14,10 @@ INSTRUCTIONS = (
     "with '/' separators. Absolute paths and '..' are refused. Some paths need the user's approval; "
     "errors carry a code (e.g. path_outside_project, approval_denied) you can act on."
 )
+NO_ROOTS = (  # the command's and the server's answer when there is nothing to serve
+    "rootguard mcp: no roots. Start it with --root DIR (an absolute path; repeat for more), "
+    "or connect a client that offers MCP roots. The current directory is never used."
+)
 REL_PATTERN = r"^(?![/\\])(?![A-Za-z]:)(?!(?:.*[/\\])?\.\.(?:[/\\]|$)).+$"
 
 

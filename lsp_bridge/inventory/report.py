@@ -12,6 +12,8 @@ from lsp_bridge.inventory.text import LIST_LIMIT, one_line, plural, show_path
 
 # Findings of the mount plan: worth a warning only when something is mounted.
 MOUNT_FINDINGS = ("mount-unrescuable-link", "mount-file-outside-repository", "mount-scan-truncated")
+# What a repository's toolchain file asked for and was refused, or too much of it: always a warning.
+KEPT_FINDINGS = ("tsconfig-extends-refused", "tsconfig-extends-too-many", "tsconfig-extends-too-long")
 
 
 def warnings_of(diagnostics) -> list[dict]:
@@ -34,6 +36,7 @@ def quiet_mount_findings(reconciliation) -> tuple[Diagnostic, ...]:
     return tuple(
         replace(d, severity="information")
         if d.severity == "warning" and (d.code in MOUNT_FINDINGS or d.code.startswith("tsconfig-"))
+        and d.code not in KEPT_FINDINGS
         else d
         for d in reconciliation.diagnostics
     )

@@ -36,7 +36,7 @@ from lsp_bridge.inventory.secrets import is_credential_path
 MAX_EXTENDS_DEPTH = 32
 MAX_EXTENDS_ENTRIES = 64
 MAX_CHAIN_FILES = 256
-MAX_TSCONFIG_BYTES = 1 << 20
+MAX_TSCONFIG_BYTES = 8 << 20  # a real tsconfig is a few KB; a larger file is an error naming it
 KERNEL_TREES = ("/proc", "/sys", "/dev")
 TSCONFIG_KEYS = frozenset({
     "$schema", "extends", "compilerOptions", "include", "exclude", "files", "references", "compileOnSave",

@@ -279,7 +279,7 @@ FILE = "/project/.rootguard.toml"
         (
             "version = 2\nroots = []\n",
             "2:1: error: unknown key `roots` (expected one of: version, workspace, approvals, agents, paths, "
-            "mounts, safety) [unknown-key]",
+            "mounts, safety, sandbox) [unknown-key]",
         ),
         (
             'version = 2\n[approvals]\ntimeout_seconds = "30"\n',

@@ -529,7 +529,10 @@ def test_profile_api_is_data(world):
     assert time.perf_counter() - start < 5
     kinds = {op.kind for op in profile.ops}
     assert {"bind", "ro-bind", "mask-file", "mask-dir", "tmpfs", "proc", "dev"} <= kinds
-    assert profile.bwrap_args()[-3:] == ["--new-session", "--die-with-parent", "--unshare-pid"]
+    args = profile.bwrap_args()
+    assert args[-1] == "--new-session" and "--new-session" not in profile.bwrap_args(terminal=True)
+    assert {"--die-with-parent", "--unshare-pid", "--unshare-ipc", "--unshare-user", "--disable-userns"} <= set(args)
+    assert args[args.index("--cap-drop") + 1] == "ALL"
     assert profile.shim_argv(["x"]) == ["x"]  # no shim without Landlock
     assert [h.path for h in profile.hidden if h.decision == "request"] == [os.path.join(world["demo"].narrow, "secrets")]
 

@@ -183,7 +183,7 @@ def cmd_run(args) -> int:
     import shlex
 
     from lsp_bridge.sandbox.profile import ProfileError, build_profile, watch_judges
-    from lsp_bridge.sandbox.runner import ConfinementError, find_bwrap, run
+    from lsp_bridge.sandbox.runner import ConfinementError, describe, find_bwrap, run
 
     command = list(args.command)
     if command[:1] == ["--"]:
@@ -204,6 +204,8 @@ def cmd_run(args) -> int:
         if args.print:
             line = profile.command_line(command or ["COMMAND"], bwrap=find_bwrap() or "bwrap")
             write(_format_command(line, shlex.quote))
+            for note in describe(profile):
+                print(f"rootguard run --print: {_safe(note)}", file=sys.stderr)
             return 0
         return run(profile, command, landlock_only=args.landlock_only, judges=watch_judges(session))
     except (ConfinementError, ProfileError) as err:

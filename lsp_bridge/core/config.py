@@ -155,6 +155,10 @@ def _merge(layers: list[Layer]) -> dict[str, Any]:
                 fields["git"] = layer.git
         rules = _merge_by(rules, layer.paths, lambda rule: (rule.source, rule.id))  # ids are per source
         mounts = _merge_by(mounts, layer.mounts, lambda mount: mount.target)
+        if layer.sandbox:
+            from lsp_bridge.core.sandbox_settings import merge_sandbox
+
+            merge_sandbox(fields, layer.source, layer.sandbox)
         safety.update(layer.safety)
         if layer.file is not None and (layer.version == 1 or layer.safety):
             fields["safety_source"] = layer.source
@@ -419,6 +423,9 @@ def loosening(old: Config, new: Config) -> list[str]:
     for name in ("allow_any_path", "allow_external_roots", "allow_temp_directory", "follow_symlinks"):
         if getattr(new, name) and not getattr(old, name):
             reasons.append(f"{name} became true")
+    from lsp_bridge.core.sandbox_settings import loosened
+
+    reasons += loosened(old, new)
     if set(old.files) - set(new.files) and not reasons:
         reasons.append("a configuration file stopped applying")
     return list(dict.fromkeys(reasons))

@@ -58,7 +58,7 @@ V1_REPLACEMENTS: Mapping[str, str] = {
     "follow_symlinks": "set follow_symlinks on the [[paths]] rules that need it",
 }
 
-TOP_KEYS = ("version", "workspace", "approvals", "agents", "paths", "mounts", "safety")
+TOP_KEYS = ("version", "workspace", "approvals", "agents", "paths", "mounts", "safety", "sandbox")
 WORKSPACE_KEYS = ("roots", "worktrees", "git")
 APPROVAL_KEYS = ("timeout_seconds",)
 AGENTS_KEYS = ("shell",)
@@ -85,6 +85,7 @@ class Layer:
     safety: Mapping[str, bool] = field(default_factory=dict)  # v1 booleans written
     agent_shell: str | None = None  # [agents] shell
     git: str | None = None  # [workspace] git
+    sandbox: Mapping[str, Any] = field(default_factory=dict)  # [sandbox] (core/sandbox_settings.py)
 
 
 @dataclass(frozen=True)
@@ -481,9 +482,15 @@ def _check_document(
     shell = _check_agents(ck, data)
     rules = _check_paths(ck, data, source, file, base_dir, follow_default)
     mounts = _check_mounts(ck, data, file, base_dir)
+    sandbox: dict[str, Any] = {}
+    if "sandbox" in data:
+        from lsp_bridge.core.sandbox_settings import check_sandbox
+
+        sandbox = check_sandbox(ck, data, source)
     if has_errors(ck.diagnostics) or version is None:
         return None
-    return Layer(source, file, version, roots, worktrees, timeout, rules, mounts, safety, shell, git)
+    return Layer(source, file, version, roots, worktrees, timeout, rules, mounts, safety, shell, git,
+                 sandbox=sandbox)
 
 
 # --------------------------------------------------------------------------- parsing

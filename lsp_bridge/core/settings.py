@@ -80,6 +80,11 @@ class Config:
     agent_shell: str = "confine"  # [agents] shell: confine | deny | allow
     paths: tuple[PathRule, ...] = ()
     mounts: tuple[Mount, ...] = ()
+    # [sandbox] (core/sandbox_settings.py): granted variables; limits, 0 = unlimited
+    sandbox_env: tuple[str, ...] = ()
+    sandbox_memory: int = 8 << 30
+    sandbox_processes: int = 4096
+    sandbox_tmp_size: int = 2 << 30
     # Version 1 [safety] meanings, kept while a v1 file is active.
     allow_any_path: bool = False
     allow_external_roots: bool = False

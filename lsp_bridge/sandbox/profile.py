@@ -43,14 +43,23 @@ from dataclasses import dataclass
 from lsp_bridge.core.paths import canonical, depth, is_within, relative_to
 from lsp_bridge.core.policy import Decision, Target, inspect
 from lsp_bridge.core.protected import PROTECTED_GITHUB, PROTECTED_NAMES, PROTECTED_VSCODE, protected_reason
+from lsp_bridge.sandbox.environment import sandbox_dirs
 from lsp_bridge.sandbox.git_env import git_env
+from lsp_bridge.sandbox.limits import SandboxSettings, settings_of
+from lsp_bridge.sandbox.shim import SCOPE_ABI
+from lsp_bridge.sandbox.shim import abi as landlock_abi
 
 SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc")
 SYSTEM_MASKS = ("/etc/shadow", "/etc/shadow-", "/etc/gshadow", "/etc/gshadow-", "/etc/ssh/ssh_host_*_key")
 SHIM_TARGET = "/run/rootguard/landlock-shim.py"
 MAX_WALK = 400_000
 
-KINDS = ("ro-bind", "bind", "symlink", "proc", "dev", "tmpfs", "mask-file", "mask-dir")
+KINDS = ("ro-bind", "bind", "symlink", "proc", "dev", "tmpfs", "mask-file", "mask-dir", "skeleton")
+# bubblewrap's namespaces and privileges, whoever starts it (root included): a user namespace with no
+# capability and no nested one, private PIDs and System V IPC. ``--new-session`` is added when stdin is
+# not a terminal (``Profile.bwrap_args``); the seccomp filter refuses TIOCSTI either way.
+NAMESPACE_ARGS = ("--die-with-parent", "--unshare-pid", "--unshare-ipc", "--unshare-user", "--disable-userns",
+                  "--cap-drop", "ALL")
 
 
 class ProfileError(Exception):
@@ -65,13 +74,17 @@ class MountOp:
     ``target``), ``symlink`` (``target`` is a link whose text is ``source``),
     ``proc``, ``dev``, ``tmpfs`` (a private writable directory), ``mask-file``
     (``/dev/null`` over a file), ``mask-dir`` (an empty read-only tmpfs over a
-    directory). ``reason`` says why, for ``--print`` and the docs.
+    directory), ``skeleton`` (a read-only tmpfs holding the mount points of what is
+    bound below it: the directories between a private tmpfs and a root inside it).
+    ``size``: a ``tmpfs``'s size limit in bytes. ``reason`` says why, for ``--print``
+    and the docs.
     """
 
     kind: str
     target: str
     source: str | None = None
     reason: str = ""
+    size: int | None = None
 
     @property
     def mask(self) -> bool:
@@ -93,11 +106,13 @@ class MountOp:
         if self.kind == "dev":
             return ["--dev", self.target]
         if self.kind == "tmpfs":
-            return ["--tmpfs", self.target]
+            return [*(["--size", str(self.size)] if self.size else []), "--tmpfs", self.target]
         if self.kind == "mask-file":
             return ["--ro-bind", "/dev/null", self.target]
         if self.kind == "mask-dir":  # made read-only after every mount (``Profile.bwrap_args``): an allowed
             return ["--perms", "0555", "--tmpfs", self.target]  # file below it is bound on a point made inside
+        if self.kind == "skeleton":  # read-only after every mount, like a mask-dir
+            return ["--perms", "0755", "--tmpfs", self.target]
         raise ValueError(f"unknown mount kind {self.kind!r}")
 
     def to_json(self) -> dict:
@@ -147,8 +162,11 @@ class Profile:
     notes: tuple[str, ...] = ()
     # Visible trees where a rule could hide a name made while the command runs (``watch_plan``).
     guarded: tuple[str, ...] = ()
-    namespace_args: tuple[str, ...] = ("--new-session", "--die-with-parent", "--unshare-pid")
+    namespace_args: tuple[str, ...] = NAMESPACE_ARGS
     env: tuple[tuple[str, str], ...] = (("ROOTGUARD_SANDBOX", "1"),)
+    home: str = "/tmp"  # HOME inside: a private tmpfs at the caller's home, or /tmp
+    settings: SandboxSettings = SandboxSettings()  # [sandbox]: granted variables, limits (sandbox/limits.py)
+    scope: bool = False  # Landlock scoping of abstract unix sockets and signals (ABI 6) in the shim
 
     # -- views ---------------------------------------------------------------
 
@@ -191,17 +209,18 @@ class Profile:
 
     # -- renderers -----------------------------------------------------------
 
-    def bwrap_args(self) -> list[str]:
-        """bubblewrap options (no program name, no COMMAND), in order."""
+    def bwrap_args(self, *, terminal: bool = False) -> list[str]:
+        """bubblewrap options (no program name, no COMMAND), in order. ``terminal``: stdin is a
+        terminal the command may control (job control): no ``--new-session``."""
         args: list[str] = []
         for op in self.ops:
             args += op.bwrap_args()
         for op in self.ops:
-            if op.kind == "mask-dir":
+            if op.kind in ("mask-dir", "skeleton"):
                 args += ["--remount-ro", op.target]
         for name, value in self.env:
             args += ["--setenv", name, value]
-        args += ["--chdir", self.chdir, *self.namespace_args]
+        args += ["--chdir", self.chdir, *self.namespace_args, *([] if terminal else ["--new-session"])]
         return args
 
     def shim_argv(self, command: Sequence[str], *, required: bool = False, inside: bool = True) -> list[str]:
@@ -213,6 +232,10 @@ class Profile:
             argv += ["--ro", path]
         for path in self.landlock_rw:
             argv += ["--rw", path]
+        if self.scope:
+            argv.append("--scope")
+        for name, value in self.settings.rlimits():
+            argv += ["--rlimit", f"{name}={value}"]
         if required:
             argv.append("--required")
         return [*argv, "--", *command]
@@ -281,6 +304,7 @@ class _Builder:
         self.notes: list[str] = []
         self.dark: list[str] = []  # union entries the command may not read (walked for what it may)
         self.user_file = self._user_file()
+        self.settings = settings_of(session)
 
     # -- decisions ------------------------------------------------------------
 
@@ -336,6 +360,9 @@ class _Builder:
         if self.toolchain:
             self.toolchain_notes()
         self.add_candidates()
+        from lsp_bridge.sandbox.home import private_areas
+
+        home = private_areas(self)
         interpreter, shim = self.shim() if self.landlock else (None, None)
         ops = sorted(self.ops, key=lambda op: depth(op.target))
         ro, rw = self.landlock_lists(ops, interpreter)
@@ -355,7 +382,11 @@ class _Builder:
             shim_source=shim,
             notes=tuple(self.notes),
             guarded=self.guarded(),
-            env=(*Profile.env, *git),  # [workspace] git: how git finds the repository, or why it may not
+            home=home,
+            # [workspace] git: how git finds the repository, or why it may not
+            env=(("ROOTGUARD_SANDBOX", "1"), *sandbox_dirs(home).items(), *git),
+            settings=self.settings,
+            scope=self.landlock and landlock_abi() >= SCOPE_ABI,
         )
 
     def add_system(self) -> None:
@@ -367,7 +398,8 @@ class _Builder:
         self.system += [
             MountOp("proc", "/proc", reason="system: a private /proc (this PID namespace only)"),
             MountOp("dev", "/dev", reason="system: a minimal /dev (null, zero, random, tty...)"),
-            MountOp("tmpfs", "/tmp", reason="system: a private /tmp, gone when the command ends"),
+            MountOp("tmpfs", "/tmp", reason="system: a private /tmp, gone when the command ends",
+                    size=self.settings.tmp_size or None),
         ]
         for pattern in SYSTEM_MASKS:
             for path in sorted(glob.glob(pattern)):
@@ -604,7 +636,6 @@ class _Builder:
 
         if landlock.abi() <= 0:
             self.notes.append("Landlock is not available in this kernel: bubblewrap is the only layer")
-            return None, None
         source = os.path.join(os.path.dirname(os.path.abspath(__file__)), "shim.py")
         interpreter = _system_python()
         if interpreter is None:
@@ -616,7 +647,7 @@ class _Builder:
 
     def landlock_lists(self, ops: Sequence[MountOp], interpreter: str | None) -> tuple[tuple[str, ...], tuple[str, ...]]:
         ro: list[str] = [op.target for op in self.system if op.kind == "ro-bind"] + ["/proc"]
-        rw: list[str] = ["/dev", "/tmp"]
+        rw: list[str] = ["/dev", "/tmp", *(op.target for op in self.system if op.kind == "tmpfs")]
         for op in ops:
             if op.kind == "bind":
                 rw.append(op.target)

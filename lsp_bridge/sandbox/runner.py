@@ -3,7 +3,13 @@
 bubblewrap gets its options through a file descriptor (``--args FD``, a
 memfd), reports through ``--json-status-fd`` whether the sandbox came up, and
 execs the Landlock shim, which execs COMMAND. stdin, stdout and stderr are
-inherited untouched, so a stdio MCP server runs under it unchanged.
+inherited untouched, so a stdio MCP server runs under it unchanged. Whoever starts
+it (root included) the sandbox is the same: a user namespace without capabilities
+(``profile.NAMESPACE_ARGS``), the seccomp filter of ``seccomp.py`` (``--seccomp FD``),
+the environment allow-list of ``environment.py``, the limits of ``limits.py``. When
+stdin is a terminal the command keeps it as its controlling terminal (job control:
+an interactive shell works, Ctrl-C reaches its foreground job); TIOCSTI is refused
+by the filter instead of by ``--new-session``.
 
 Exit status: COMMAND's own (128+N when it dies of signal N); ``EXIT_UNCONFINED``
 (125) with a one-line reason on stderr when confinement cannot be set up or
@@ -50,6 +56,29 @@ def announce(profile: Profile, stderr: TextIO) -> None:
         print(f"rootguard run: not enforceable: {item.path}: {item.reason}", file=stderr)
 
 
+def describe(profile: Profile, env: dict | None = None) -> list[str]:
+    """What ``--print`` adds on stderr: what the printed command line does not show, and the layers this
+    kernel lacks."""
+    from lsp_bridge.sandbox import seccomp
+    from lsp_bridge.sandbox.environment import sandbox_env
+    from lsp_bridge.sandbox.shim import SCOPE_ABI, abi
+
+    host = dict(os.environ if env is None else env)
+    _, dropped = sandbox_env(host, profile.settings.env, profile.home)
+    lines = [f"not shown: --seccomp FD, the filter rootguard run passes ({seccomp.describe()})",
+             "not shown: the environment is an allow-list (docs/confinement.md); "
+             + (f"left out here: {', '.join(dropped)}" if dropped else "nothing is left out here")]
+    if profile.scope:
+        lines.append(f"Landlock ABI {abi()}: abstract unix sockets and signals are scoped to the sandbox")
+    else:
+        lines.append(f"not enforced: abstract unix sockets outside the sandbox stay reachable (Landlock ABI {abi()}; "
+                     f"scoping needs ABI {SCOPE_ABI})")
+    if os.geteuid() == 0 and profile.settings.processes:
+        lines.append("as root, the process count is bounded by a pids cgroup rootguard run makes (RLIMIT_NPROC "
+                     "does not bind uid 0); without one it is not bounded")
+    return [*lines, *profile.notes]
+
+
 def run(profile: Profile, command: Sequence[str], *, env=None, stderr: TextIO = sys.stderr,
         landlock_only: bool = False, judges: tuple[Judge, Judge] | None = None) -> int:
     """Run ``command`` confined by ``profile``; the exit status to return.
@@ -59,8 +88,11 @@ def run(profile: Profile, command: Sequence[str], *, env=None, stderr: TextIO = 
     (``watch.SandboxWatch``). Without them only the masks are watched."""
     if not command:
         raise ConfinementError("no COMMAND to run")
-    env = dict(os.environ if env is None else env)
-    bwrap = find_bwrap(env)
+    from lsp_bridge.sandbox.environment import sandbox_env
+
+    host = dict(os.environ if env is None else env)
+    bwrap = find_bwrap(host)
+    env, _dropped = sandbox_env(host, profile.settings.env, profile.home)
     if bwrap is None:
         if landlock_only:
             return _run_landlock_only(profile, command, env, stderr)
@@ -80,9 +112,34 @@ def _nothing(path: str) -> None:
 
 def _run_bwrap(bwrap: str, profile: Profile, command: Sequence[str], env: dict, stderr: TextIO,
                judges: tuple[Judge, Judge]) -> int:
+    from lsp_bridge.sandbox import seccomp
+    from lsp_bridge.sandbox.limits import pids_cgroup
+
+    try:
+        bpf = seccomp.program()
+    except seccomp.SeccompError as err:
+        raise ConfinementError(str(err)) from None
+    terminal = _is_terminal(0)
+    with pids_cgroup(profile.settings.processes) as group:
+        if os.geteuid() == 0 and profile.settings.processes and not group.start():
+            print(f"rootguard run: not enforced: the process count ({group.why_not}; RLIMIT_NPROC does not bind "
+                  "root)", file=stderr)
+        return _run_bwrap_in(bwrap, profile, command, env, stderr, judges, bpf, terminal, group)
+
+
+def _is_terminal(fd: int) -> bool:
+    try:
+        return os.isatty(fd)
+    except OSError:
+        return False
+
+
+def _run_bwrap_in(bwrap: str, profile: Profile, command: Sequence[str], env: dict, stderr: TextIO,
+                  judges: tuple[Judge, Judge], bpf: bytes, terminal: bool, group) -> int:
     from lsp_bridge.sandbox.watch import SandboxWatch
 
     args_fd = os.memfd_create("rootguard-bwrap-args", 0)
+    seccomp_fd = os.memfd_create("rootguard-seccomp", 0)
     status_r, status_w = os.pipe()
     proc: subprocess.Popen | None = None
     stopped: list[str] = []
@@ -95,15 +152,20 @@ def _run_bwrap(bwrap: str, profile: Profile, command: Sequence[str], env: dict, 
     masks, visible, writable = profile.watch_plan()
     watcher = SandboxWatch(masks, visible, writable, *judges, violation)
     try:
-        data = b"".join(os.fsencode(a) + b"\0" for a in profile.bwrap_args())
+        data = b"".join(os.fsencode(a) + b"\0" for a in profile.bwrap_args(terminal=terminal))
         os.write(args_fd, data)
         os.lseek(args_fd, 0, os.SEEK_SET)
+        os.write(seccomp_fd, bpf)
+        os.lseek(seccomp_fd, 0, os.SEEK_SET)
         watcher.start()  # before the sandbox exists: no window without a watch
-        argv = [bwrap, "--args", str(args_fd), "--json-status-fd", str(status_w), "--", *profile.shim_argv(command)]
+        argv = [bwrap, "--args", str(args_fd), "--seccomp", str(seccomp_fd), "--json-status-fd", str(status_w),
+                "--", *profile.shim_argv(command)]
         try:
-            proc = subprocess.Popen(argv, pass_fds=(args_fd, status_w), env=env)
+            proc = subprocess.Popen(argv, pass_fds=(args_fd, seccomp_fd, status_w), env=env)
         except OSError as err:
             raise ConfinementError(f"cannot start bubblewrap ({bwrap}): {err.strerror}") from None
+        finally:
+            group.release()  # bubblewrap was born in the cgroup; this process leaves it
         os.close(status_w)
         status_w = -1
         status: list[bytes] = []
@@ -123,6 +185,7 @@ def _run_bwrap(bwrap: str, profile: Profile, command: Sequence[str], env: dict, 
     finally:
         watcher.stop()
         os.close(args_fd)
+        os.close(seccomp_fd)
         if status_w >= 0:
             os.close(status_w)
         os.close(status_r)

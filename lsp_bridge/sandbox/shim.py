@@ -4,10 +4,14 @@ Run inside the bubblewrap sandbox (after the mounts are in place: a landlocked
 process may no longer change its mount topology) as a standalone script with
 the system interpreter, so it imports nothing but the standard library::
 
-    python3 -I -S shim.py [--ro PATH]... [--rw PATH]... [--required] -- COMMAND [ARG...]
+    python3 -I -S shim.py [--ro PATH]... [--rw PATH]... [--scope] [--rlimit NAME=N]... [--required] -- COMMAND [ARG...]
 
 ``--ro`` paths get read and execute, ``--rw`` paths everything a file system
-allows. Landlock is allow-only: what is not listed is refused by the kernel
+allows. ``--scope`` adds Landlock's scoping where the ABI has it (6 and later):
+no connecting to an abstract unix socket, and no signal, outside the sandbox.
+``--rlimit data=N`` / ``nproc=N`` sets that resource limit (soft and hard) before
+the exec, after the sandbox's user namespace exists (a process count is then the
+sandbox's, not the caller's whole session). Landlock is allow-only: what is not listed is refused by the kernel
 (EACCES). When the kernel has no Landlock, the shim execs COMMAND unchanged
 unless ``--required`` says Landlock is the only layer (the degraded mode):
 then it exits 125. Any other failure to apply the rules exits 125 with a
@@ -49,6 +53,10 @@ MAKE_SYM = 1 << 12
 REFER = 1 << 13  # ABI 2
 TRUNCATE = 1 << 14  # ABI 3
 IOCTL_DEV = 1 << 15  # ABI 5
+SCOPE_ABSTRACT_UNIX_SOCKET = 1 << 0  # ABI 6
+SCOPE_SIGNAL = 1 << 1  # ABI 6
+SCOPE_ABI = 6
+RLIMITS = ("data", "nproc")
 
 FILE_ONLY = EXECUTE | WRITE_FILE | READ_FILE | TRUNCATE | IOCTL_DEV  # rights a rule on a file may carry
 READ = EXECUTE | READ_FILE | READ_DIR
@@ -67,7 +75,8 @@ def handled(abi_version: int) -> int:
 
 
 class _RulesetAttr(ctypes.Structure):
-    _fields_ = [("handled_access_fs", ctypes.c_uint64)]
+    _fields_ = [("handled_access_fs", ctypes.c_uint64), ("handled_access_net", ctypes.c_uint64),
+                ("scoped", ctypes.c_uint64)]
 
 
 class _PathBeneathAttr(ctypes.Structure):
@@ -104,18 +113,22 @@ def _check(result: int, what: str) -> int:
     return result
 
 
-def restrict(ro: list[str], rw: list[str], abi_version: int | None = None) -> int:
+def restrict(ro: list[str], rw: list[str], abi_version: int | None = None, *, scope: bool = False) -> int:
     """Restrict this process (and what it execs) to ``ro`` and ``rw``; the ABI used.
 
-    Missing paths are skipped (nothing there to allow). Raises ``LandlockError``.
+    ``scope``: also scope abstract unix sockets and signals to the domain (ABI 6 and
+    later; ignored below). Missing paths are skipped (nothing there to allow). Raises
+    ``LandlockError``.
     """
     version = abi() if abi_version is None else abi_version
     if version <= 0:
         raise LandlockError(errno.ENOSYS, "Landlock is not available in this kernel")
     libc = _syscall()
     rights = handled(version)
-    attr = _RulesetAttr(rights)
-    ruleset = _check(libc.syscall(SYS_CREATE_RULESET, ctypes.byref(attr), ctypes.c_size_t(ctypes.sizeof(attr)),
+    scoped = SCOPE_ABSTRACT_UNIX_SOCKET | SCOPE_SIGNAL if scope and version >= SCOPE_ABI else 0
+    attr = _RulesetAttr(rights, 0, scoped)
+    size = ctypes.sizeof(attr) if scoped else ctypes.sizeof(ctypes.c_uint64)  # older ABIs: the first field only
+    ruleset = _check(libc.syscall(SYS_CREATE_RULESET, ctypes.byref(attr), ctypes.c_size_t(size),
                                   ctypes.c_uint32(0)), "landlock_create_ruleset")
     try:
         for paths, allowed in ((ro, READ & rights), (rw, rights)):
@@ -140,32 +153,66 @@ def restrict(ro: list[str], rw: list[str], abi_version: int | None = None) -> in
     return version
 
 
-def _parse(argv: list[str]) -> tuple[list[str], list[str], bool, list[str]]:
-    ro: list[str] = []
-    rw: list[str] = []
-    required = False
+class _Options:
+    def __init__(self) -> None:
+        self.ro: list[str] = []
+        self.rw: list[str] = []
+        self.required = False
+        self.scope = False
+        self.rlimits: list[tuple[str, int]] = []
+        self.command: list[str] = []
+
+
+def _parse(argv: list[str]) -> _Options:
+    options = _Options()
     i = 0
     while i < len(argv):
         arg = argv[i]
         if arg == "--":
-            return ro, rw, required, argv[i + 1:]
+            options.command = argv[i + 1:]
+            return options
         if arg in ("--ro", "--rw") and i + 1 < len(argv):
-            (ro if arg == "--ro" else rw).append(argv[i + 1])
+            (options.ro if arg == "--ro" else options.rw).append(argv[i + 1])
             i += 2
             continue
-        if arg == "--required":
-            required = True
+        if arg == "--rlimit" and i + 1 < len(argv):
+            name, _, value = argv[i + 1].partition("=")
+            if name not in RLIMITS or not value.isdigit():
+                raise ValueError(f"bad --rlimit {argv[i + 1]!r} (NAME=N, NAME one of {', '.join(RLIMITS)})")
+            options.rlimits.append((name, int(value)))
+            i += 2
+            continue
+        if arg in ("--required", "--scope"):
+            setattr(options, arg[2:], True)
             i += 1
             continue
         raise ValueError(f"unexpected shim argument {arg!r}")
     raise ValueError("no COMMAND after --")
 
 
+def set_limits(limits: list[tuple[str, int]]) -> None:
+    """Lower each named resource limit, soft and hard (never raise one)."""
+    import resource
+
+    for name, value in limits:
+        which = {"data": resource.RLIMIT_DATA, "nproc": resource.RLIMIT_NPROC}[name]
+        _soft, hard = resource.getrlimit(which)
+        if hard != resource.RLIM_INFINITY:
+            value = min(value, hard)
+        resource.setrlimit(which, (value, value))
+
+
 def main(argv: list[str]) -> int:
     try:
-        ro, rw, required, command = _parse(argv)
+        options = _parse(argv)
     except ValueError as err:
         print(f"rootguard run: landlock shim: {err}", file=sys.stderr)
+        return 125
+    ro, rw, required, command = options.ro, options.rw, options.required, options.command
+    try:
+        set_limits(options.rlimits)
+    except (OSError, ValueError) as err:
+        print(f"rootguard run: cannot set the resource limits ({err}); COMMAND was not run", file=sys.stderr)
         return 125
     if not command:
         print("rootguard run: landlock shim: no COMMAND", file=sys.stderr)
@@ -173,7 +220,7 @@ def main(argv: list[str]) -> int:
     version = abi()
     if version > 0:
         try:
-            restrict(ro, rw, version)
+            restrict(ro, rw, version, scope=options.scope)
         except (OSError, ValueError) as err:
             print(f"rootguard run: cannot apply the Landlock layer ({err}); COMMAND was not run", file=sys.stderr)
             return 125

@@ -19,12 +19,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from typing import Any
 
 from lsp_bridge.core.settings import Config
-
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at start-up (core/record.py)
-if TYPE_CHECKING:
-    from typing import Any
 
 SANDBOX_KEYS = ("env", "memory", "processes", "tmp_size")
 LIMIT_KEYS = ("memory", "processes", "tmp_size")

@@ -512,7 +512,8 @@ def test_unprivileged_user_runs_the_printed_command_line(world, narrow_owned_by_
     demo = world["demo"]
     script = NOBODY_SCRIPT.format(env=demo.env_file, local_env=os.path.join(demo.narrow, ".env"),
                                   payments=demo.package("payments"), store=demo.store)
-    printed = run(world, "--print", "--", "/bin/sh", "-c", script)
+    # HOME: one nobody may enter (the caller's dotfiles are bound from the caller's home)
+    printed = run(world, "--print", "--", "/bin/sh", "-c", script, env=env_for(world, HOME="/nonexistent"))
     argv = shlex.split(printed.stdout.replace("\\\n", " "))
     result = subprocess.run([*prefix, *argv], capture_output=True, text=True, cwd="/", timeout=60)
     _check_nobody_output(result, uid)

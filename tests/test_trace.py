@@ -165,7 +165,7 @@ def test_enforced_rounds_find_the_same_files(mono, isolated_user):
     enforced = json.loads(result.stdout)
     assert enforced["mode"] == "enforced" and enforced["rounds"] >= 2  # each round uncovers the next lookups
     assert "round 1: exit" in result.stderr
-    assert enforced["exit_code"] == 0  # the last round ran with every grant
+    assert enforced["exit_code"] == 0, result.stderr  # the last round ran with every grant
     paths = lambda data: {(r["path"], r["kind"]) for r in data["proposed"]["paths"]}  # noqa: E731
     # the same set, but for the worktree's .git pointer: under run git is told GIT_DIR and never reads it
     assert paths(enforced) == paths(one) - {(str(mono["tree"] / ".git"), "file")}

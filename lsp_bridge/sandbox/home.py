@@ -49,7 +49,7 @@ def _home(builder) -> str:
         home = canonical(raw)
     except ValueError:
         return TMP
-    if home == "/" or is_within(home, TMP) or any(is_within(d, home) for d in ("/usr", "/etc", "/proc", "/dev")):
+    if home in ("/", TMP) or any(is_within(d, home) for d in ("/usr", "/etc", "/proc", "/dev")):
         return TMP
     if builder.state_at(home) is not None:
         return home  # in the union (or masked by a rule): the policy decides it like any tree

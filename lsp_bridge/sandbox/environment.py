@@ -80,8 +80,8 @@ def home_dotfiles(home: str, readable: Callable[[str], str | None]) -> tuple[lis
     notes: list[str] = []
     for name in HOME_FILES:
         path = os.path.join(home, name)
-        if os.path.islink(path) or not os.path.isfile(path):
-            continue
+        if os.path.islink(path) or not os.path.isfile(path) or not os.access(path, os.R_OK):
+            continue  # a link is not followed; one the caller cannot read would stop bubblewrap
         why = readable(path)
         if why == "mounted by its rule":
             continue

@@ -352,8 +352,8 @@ def test_after_a_tray_restart_clients_reconnect_and_are_served(sock_dir):
 
 @pytest.mark.parametrize("mode, per_client", [("--headless", 300), ("--no-tray", 60)])
 def test_thousands_of_requests_leave_the_tray_alive(sock_dir, mode, per_client):
-    """PySide6 6.12 on Python 3.11 loses a reference per Qt call: without the guard in
-    tray/qtcompat.py the tray aborts ("Fatal Python error") within a few thousand."""
+    """PySide6 6.12 on Python 3.11 loses a reference per Qt call (the tray extra's pin excludes it):
+    with such a build the tray aborts ("Fatal Python error") within a few thousand."""
     sock = sock_dir / "t.sock"
     proc = start_tray(sock, mode, "--auto-answer", "allow_once")
 

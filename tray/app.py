@@ -16,8 +16,6 @@ from tray.queue import Pending
 from tray.sessions import describe
 from tray.window import ANSWER_TEXT, MainWindow, clock_text, paths_text
 
-from . import qtcompat  # noqa: F401  (first: guards PySide6 6.12 on Python 3.11)
-
 NO_TRAY = (
     "No system tray is available on this desktop (on GNOME, install and enable the "
     "AppIndicator extension), so Root Guard runs in this window instead. "

@@ -26,8 +26,6 @@ from tray.hooks import Hook
 from tray.queue import Answer, ApprovalQueue, DecisionRecord, Pending, QueueError, Requester
 from tray.sessions import SessionRegistry
 
-from . import qtcompat  # noqa: F401  (first: guards PySide6 6.12 on Python 3.11)
-
 log = logging.getLogger("rootguard.tray.broker")
 
 MAX_WRITE_BACKLOG = 8 << 20  # a client that stops reading is dropped

@@ -82,7 +82,6 @@ def load_icon(state: str):
     """A QIcon with every PNG size (the SVG, or a plain coloured disc, when PNGs are missing)."""
     from PySide6.QtGui import QIcon
 
-    from tray import qtcompat  # noqa: F401
 
     base = icons_dir()
     icon = QIcon()

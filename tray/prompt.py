@@ -33,8 +33,6 @@ from PySide6.QtWidgets import (
 from tray.hooks import Hook
 from tray.queue import Pending
 
-from . import qtcompat  # noqa: F401  (first: guards PySide6 6.12 on Python 3.11)
-
 DEFAULT_KEY_GUARD_MS = 600
 PROMPT_WIDTH = 820
 PREVIEW_HEIGHT = 260  # the diff scrolls inside this; the prompt fits a 1280×800 screen

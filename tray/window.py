@@ -29,8 +29,6 @@ from tray.hooks import Hook
 from tray.queue import MissedRecord
 from tray.sessions import describe
 
-from . import qtcompat  # noqa: F401  (first: guards PySide6 6.12 on Python 3.11)
-
 ANSWER_TEXT = {
     "allow_once": "allowed once",
     "allow_session": "allowed for the session",

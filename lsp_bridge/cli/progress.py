@@ -23,7 +23,7 @@ def progress(title: str, *, enabled: bool = True) -> _Progress:
 
 
 class _Progress:
-    """The context manager (a class: ``contextlib`` would cost a short command ~0.5 ms)."""
+    """The context manager: ``__enter__`` gives the status-line callback."""
 
     def __init__(self, title: str, enabled: bool) -> None:
         self.title, self.enabled = title, enabled
@@ -32,26 +32,19 @@ class _Progress:
     def __enter__(self) -> Callable[[str], None]:
         if not (self.enabled and sys.stderr.isatty()):
             return _ignore
-        # The waiting thread is started with ``_thread``: importing ``threading`` for a
-        # ``Timer`` costs ~1.7 ms, 7% of a ``rootguard roots`` at a terminal, for work that
-        # usually ends long before DELAY. The spinner (rich) brings its own threads and
-        # ``threading`` with them, imported from this thread then: Python allows that
-        # (its exit ignores a main thread ``threading`` did not see start, bpo-1596321).
-        import _thread
+        import threading
 
         title = self.title
         message = [title]
         shown: list[Status] = []  # the spinner, once DELAY has passed
-        lock = _thread.allocate_lock()  # guards message, shown and stopped
-        finished = _thread.allocate_lock()  # held until stop(): the waiting thread waits on it
-        finished.acquire()
-        stopped = False
+        lock = threading.Lock()  # guards message and shown
+        finished = threading.Event()
 
-        def show_after_delay() -> None:  # rich is imported here, once the work has taken DELAY (~50 ms to import)
-            if finished.acquire(timeout=DELAY):
+        def show_after_delay() -> None:  # rich is imported here, once the work has taken DELAY
+            if finished.wait(DELAY):
                 return  # stopped in time: nothing drawn
             with lock:
-                if not shown and not stopped:
+                if not shown and not finished.is_set():
                     from rich.console import Console
 
                     shown.append(Console(stderr=True).status(message[0]))
@@ -64,14 +57,12 @@ class _Progress:
                     shown[0].update(message[0])
 
         def stop() -> None:
-            nonlocal stopped
             with lock:
-                stopped = True
+                finished.set()
                 if shown:
                     shown[0].stop()
-            finished.release()
 
-        _thread.start_new_thread(show_after_delay, ())
+        threading.Thread(target=show_after_delay, name="rootguard-progress", daemon=True).start()
         self.stop = stop
         return update
 

@@ -480,7 +480,7 @@ _FIELDS: dict[Any, tuple[tuple[str, Any, bool], ...]] = {}
 
 def _fields(cls: Any) -> tuple[tuple[str, Any, bool], ...]:
     """(name, resolved type, required) of a contract class's fields, resolved once per class:
-    ``typing.get_type_hints`` compiles every string annotation on each call (~0.1 ms a class),
+    ``typing.get_type_hints`` compiles every string annotation on each call,
     and a status is built from a dozen classes each time it is sent."""
     found = _FIELDS.get(cls)
     if found is None:

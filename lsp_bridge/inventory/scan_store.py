@@ -96,7 +96,7 @@ class ScanStore:
 def store_file(top: str) -> str | None:
     """Where ``top``'s scans are kept: ``<cache>/scans/<name>-<CRC-32 of the path>.json``. Two roots
     whose paths share a checksum share the file (each finds the other's ``top`` in it and
-    lists afresh): a cost, never a wrong answer. (``hashlib`` would take 15 ms to import.)"""
+    lists afresh): a cost, never a wrong answer."""
     from binascii import crc32
 
     import platformdirs

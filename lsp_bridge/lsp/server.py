@@ -158,7 +158,7 @@ class RootGuardServer(LanguageServer):
         """The one line, with actions where the client has them; then the full report to the log.
 
         The line goes out first, here and now: it is what the person waits for. The status
-        sent after it and the report for the log (about a millisecond to build, on the
+        sent after it and the report for the log (built on the
         loop's next turn) follow it; the answer to the actions is awaited by a task."""
         window = self.client_capabilities.window
         if window is None or window.show_message is None:

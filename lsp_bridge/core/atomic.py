@@ -10,6 +10,7 @@ removed and the target is untouched.
 from __future__ import annotations
 
 import os
+import threading
 
 
 def atomic_write(path: str, text: str, *, mode: int = 0o600, dir_mode: int | None = None) -> None:
@@ -65,9 +66,7 @@ def write_cache(path: str, text: str) -> bool:
     without following a link, mode 0600, and replaces the target in one ``rename``.
     No ``fsync``: after a crash the cache is merely recomputed.
     """
-    import _thread
-
-    temp = f"{path}.{os.getpid()}.{_thread.get_ident()}.tmp"
+    temp = f"{path}.{os.getpid()}.{threading.get_ident()}.tmp"
     try:
         os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
         fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC | getattr(os, "O_NOFOLLOW", 0), 0o600)

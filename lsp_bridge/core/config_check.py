@@ -30,7 +30,7 @@ from lsp_bridge.core.toml_positions import (
 )
 
 if TYPE_CHECKING:
-    from typing import Any, Literal  # noqa: F401 - Literal: in a cast (core.record.cast)
+    from typing import Any, Literal  # noqa: F401 - Literal: in a string cast
 
     from lsp_bridge.core.diagnostics import Severity
     from lsp_bridge.core.settings import Source, Verdict

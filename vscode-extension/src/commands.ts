@@ -2,7 +2,7 @@
 import * as path from 'path';
 import * as vscode from 'vscode';
 import { confineMcpServer } from './confine';
-import { traceCommand } from './trace';
+import { runCli, traceCommand } from './trace';
 import { cliLauncher, CommandLine, trayCommand } from './serverCommand';
 import { describeTrayResult, TrayResult } from './tray';
 import { Decision, ExplainResult, Inventory, Status } from './types';
@@ -76,7 +76,10 @@ export function registerCommands(deps: CommandDeps): vscode.Disposable[] {
     register(COMMANDS.restartServer, () => deps.restart()),
     register(COMMANDS.showLog, () => deps.showLog()),
     register(COMMANDS.confineMcpServer, async () => confineMcpServer(cliLauncher(await deps.serverCommand(), deps.rootguardOnPath()))),
-    register(COMMANDS.traceCommand, (text?: string) => traceCommand({ request: deps.request, userFile: deps.userConfigFile }, text)),
+    register(COMMANDS.traceCommand, async (text?: string) => {
+      const launcher = cliLauncher(await deps.serverCommand(), deps.rootguardOnPath());
+      return traceCommand({ request: deps.request, runCli: (args, stdin) => runCli(launcher, args, stdin) }, text);
+    }),
   ];
 }
 

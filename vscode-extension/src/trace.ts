@@ -1,24 +1,26 @@
 /**
  * "Root Guard: Trace a Command": asks the language server (`rootguard/trace`) to run a
  * command traced under this window's roots, shows the proposed grants in a TOML
- * preview, and on request appends them to the user configuration file (where a
- * grant outside the editor's folders takes effect) or to the project's
- * `.rootguard.toml`. The pure part (`splitCommandLine`, `traceSummary`,
- * `previewText`, `appendSnippet`) is tested without VS Code.
+ * preview, and on request merges them into the user configuration file (where a
+ * grant outside the editor's folders takes effect) through the one writer,
+ * `rootguard trace --apply -`: the proposal is checked again by the engine, ids stay
+ * stable and unique, an equal rule is reused, applying twice changes nothing. No
+ * "Add" is offered when nothing is proposed. The pure part (`splitCommandLine`,
+ * `traceSummary`, `previewText`, `hasProposal`, `applyArgs`) is tested without VS Code.
  */
-import * as fs from 'fs';
+import { spawn } from 'child_process';
 import * as path from 'path';
 import * as vscode from 'vscode';
 
 export const TRACE_COMMAND = 'rootguard.traceCommand';
 export const TRACE_REQUEST = 'rootguard/trace';
 export const ADD_USER = 'Add to User Configuration';
-export const ADD_PROJECT = 'Add to .rootguard.toml';
 
 export interface TraceResult {
   command: string[];
   exit_code: number;
   outside: { path: string; ops: string[]; group: string }[];
+  roots?: string[];
   proposed: { paths: { id: string; path: string; kind: string; group: string }[]; mounts: unknown[] };
   refused: { path: string; reason: string }[];
   quiet_failures: { path: string; name: string; status?: string; reason?: string }[];
@@ -102,18 +104,65 @@ export function previewText(result: TraceResult): string {
   return lines.join('\n') + result.snippet;
 }
 
-/** The file's text with the snippet appended (a new file starts with `version = 2`). */
-export function appendSnippet(existing: string | undefined, snippet: string): string {
-  if (existing === undefined || existing.trim() === '') {
-    return `version = 2\n\n${snippet}`;
+/** Whether there is anything to add: no "Add" button otherwise. */
+export function hasProposal(result: TraceResult): boolean {
+  return result.proposed.paths.length > 0 || result.proposed.mounts.length > 0;
+}
+
+/** `rootguard trace --json --root R... --apply -` (the proposal goes to its stdin). */
+export function applyArgs(result: TraceResult, folders: readonly string[]): string[] {
+  const roots = result.roots && result.roots.length ? result.roots : folders;
+  return ['trace', '--json', ...roots.flatMap((root) => ['--root', root]), '--apply', '-'];
+}
+
+export interface ApplyOutcome {
+  written?: { user_file: string; added: string[]; reused: Record<string, string>; changed: boolean };
+  refused?: { path: string; reason: string }[];
+}
+
+/** One line a person reads whole, after the merge. */
+export function applySummary(outcome: ApplyOutcome): string {
+  const written = outcome.written;
+  if (!written) {
+    return 'Root Guard: nothing written';
   }
-  const separator = existing.endsWith('\n\n') ? '' : existing.endsWith('\n') ? '\n' : '\n\n';
-  return existing + separator + snippet;
+  const refused = outcome.refused?.length ? `; ${outcome.refused.length} refused on the second check` : '';
+  if (!written.changed) {
+    return `Root Guard: ${written.user_file} unchanged (every proposed rule is already there)${refused}`;
+  }
+  const reused = Object.keys(written.reused).length;
+  return `Root Guard: added ${written.added.length} rule${written.added.length === 1 ? '' : 's'} to ${written.user_file}` +
+    `${reused ? `, ${reused} already there` : ''}${refused}`;
+}
+
+const CLI_TIMEOUT_MS = 120_000;
+
+/** `LAUNCHER... ARGS` with STDIN written to it: its stdout, or an error with its last stderr line. */
+export function runCli(launcher: readonly string[], args: readonly string[], stdin: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(launcher[0], [...launcher.slice(1), ...args], { stdio: ['pipe', 'pipe', 'pipe'], windowsHide: true });
+    let out = '';
+    let err = '';
+    const timer = setTimeout(() => child.kill('SIGKILL'), CLI_TIMEOUT_MS);
+    child.stdout.on('data', (chunk: Buffer) => { out += chunk.toString('utf8'); });
+    child.stderr.on('data', (chunk: Buffer) => { err += chunk.toString('utf8'); });
+    child.on('error', (error) => { clearTimeout(timer); reject(error); });
+    child.on('close', (code) => {
+      clearTimeout(timer);
+      if (code === 0) {
+        resolve(out);
+      } else {
+        reject(new Error(err.trim().split('\n').pop() || `rootguard exited ${code}`));
+      }
+    });
+    child.stdin.end(stdin);
+  });
 }
 
 export interface TraceDeps {
   request<R>(method: string, params: unknown): Promise<R>;
-  userFile(): string | undefined;
+  /** Runs `rootguard ARGS` with STDIN; resolves with its stdout, rejects with its error line. */
+  runCli(args: string[], stdin: string): Promise<string>;
 }
 
 export async function traceCommand(deps: TraceDeps, given?: string): Promise<TraceResult | undefined> {
@@ -136,21 +185,20 @@ export async function traceCommand(deps: TraceDeps, given?: string): Promise<Tra
   }
   const document = await vscode.workspace.openTextDocument({ content: previewText(result), language: 'toml' });
   await vscode.window.showTextDocument(document, { preview: true });
-  const choice = await vscode.window.showInformationMessage(traceSummary(result), ADD_USER, ADD_PROJECT);
-  const folder = vscode.workspace.workspaceFolders?.[0]?.uri.fsPath;
-  const target = choice === ADD_USER ? (result.user_file || deps.userFile())
-    : choice === ADD_PROJECT && folder ? path.join(folder, '.rootguard.toml') : undefined;
-  if (!target) {
+  if (!hasProposal(result)) {
+    void vscode.window.showInformationMessage(traceSummary(result));  // nothing to add: no button
     return result;
   }
-  if (choice === ADD_PROJECT) {
-    void vscode.window.showWarningMessage(
-      'Root Guard: a project file cannot allow paths outside the workspace folders; such a grant becomes a request ' +
-      '(asked each time; hidden under rootguard run). The user configuration is where it takes effect.');
+  const choice = await vscode.window.showInformationMessage(traceSummary(result), ADD_USER);
+  if (choice !== ADD_USER) {
+    return result;
   }
-  const existing = fs.existsSync(target) ? fs.readFileSync(target, 'utf8') : undefined;
-  fs.mkdirSync(path.dirname(target), { recursive: true });
-  fs.writeFileSync(target, appendSnippet(existing, result.snippet));
-  await vscode.window.showTextDocument(await vscode.workspace.openTextDocument(vscode.Uri.file(target)));
+  const folders = (vscode.workspace.workspaceFolders ?? []).map((f) => f.uri.fsPath);
+  const stdout = await deps.runCli(applyArgs(result, folders), JSON.stringify(result));
+  const outcome = JSON.parse(stdout) as ApplyOutcome;
+  void vscode.window.showInformationMessage(applySummary(outcome));
+  if (outcome.written?.user_file) {
+    await vscode.window.showTextDocument(await vscode.workspace.openTextDocument(vscode.Uri.file(outcome.written.user_file)));
+  }
   return result;
 }

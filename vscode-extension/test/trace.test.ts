@@ -1,5 +1,5 @@
 import * as assert from 'assert';
-import { appendSnippet, previewText, splitCommandLine, traceSummary, TraceResult } from '../src/trace';
+import { applyArgs, applySummary, hasProposal, previewText, splitCommandLine, traceSummary, TraceResult } from '../src/trace';
 
 const SNIPPET = `# Proposed by \`rootguard trace\` for: node build.js
 [[paths]]
@@ -45,10 +45,22 @@ describe('trace a command', () => {
     assert.ok(text.endsWith(SNIPPET));
   });
 
-  it('appends the snippet to a configuration file', () => {
-    assert.strictEqual(appendSnippet(undefined, SNIPPET), `version = 2\n\n${SNIPPET}`);
-    assert.strictEqual(appendSnippet('version = 2\n', SNIPPET), `version = 2\n\n${SNIPPET}`);
-    assert.strictEqual(appendSnippet('version = 2', SNIPPET), `version = 2\n\n${SNIPPET}`);
-    assert.strictEqual(appendSnippet('version = 2\n\n', SNIPPET), `version = 2\n\n${SNIPPET}`);
+  it('offers Add only when something is proposed', () => {
+    assert.ok(hasProposal(result()));
+    const empty = { ...result(), proposed: { paths: [], mounts: [] } };
+    assert.ok(!hasProposal(empty));
+  });
+
+  it('merges through `rootguard trace --apply -` with the traced roots', () => {
+    assert.deepStrictEqual(applyArgs({ ...result(), roots: ['/p/app'] }, ['/w']),
+      ['trace', '--json', '--root', '/p/app', '--apply', '-']);
+    assert.deepStrictEqual(applyArgs(result(), ['/w']), ['trace', '--json', '--root', '/w', '--apply', '-']);
+  });
+
+  it('says what the merge did', () => {
+    assert.strictEqual(applySummary({ written: { user_file: '/u.toml', added: ['a', 'b'], reused: { c: 'c' }, changed: true } }),
+      'Root Guard: added 2 rules to /u.toml, 1 already there');
+    assert.strictEqual(applySummary({ written: { user_file: '/u.toml', added: [], reused: { c: 'c' }, changed: false } }),
+      'Root Guard: /u.toml unchanged (every proposed rule is already there)');
   });
 });

@@ -138,10 +138,10 @@ def test_read_lets_status_log_and_diff_work_from_a_narrow_root_and_nothing_be_wr
     (narrow(repo) / "src" / "index.ts").write_text("export const api = 2;\n")
     plain = subprocess.run(["git", "status", "--short"], cwd=narrow(repo), capture_output=True, text=True, timeout=30)
     result = run_in(user_file(tmp_path, "read"), narrow(repo),
-                    "git status --short -- . && git log --oneline && git diff --stat -- . && "
+                    "git status --short && git log --oneline && git diff --stat && "
                     "git add src/index.ts; echo add=$?")
     assert result.returncode == 0, result
-    assert " M src/index.ts" in result.stdout and plain.stdout.strip() in result.stdout
+    assert result.stdout.splitlines()[0] == " M src/index.ts" and plain.stdout.strip() in result.stdout
     assert "initial" in result.stdout and "1 file changed" in result.stdout
     assert "add=128" in result.stdout and "Read-only file system" in result.stderr
     assert git(repo, "diff", "--cached", "--name-only") == ""
@@ -172,6 +172,33 @@ def test_write_commits_and_code_paths_stay_unwritable(tmp_path, repo):
     assert (repo / ".git" / "config").read_bytes() == config_before
     assert not (repo / ".git" / "info" / "attributes").exists()
     assert git(repo, "status", "--short") == ""  # the host's index follows the commit
+
+
+@needs_bwrap
+def test_files_outside_the_root_are_not_checked_out_here_never_deleted(tmp_path, repo):
+    """The rest of the checkout is absent inside: git treats it as not checked out (a private index),
+    so `git add -A` / `git commit -a` from the narrow root cannot record the repository as removed."""
+    (narrow(repo) / "src" / "index.ts").write_text("export const api = 5;\n")
+    # What the same commands do when the rest of the checkout is absent and nothing helps git:
+    # everything outside the root is committed as deleted (a copy without packages/db and README.md).
+    bare = tmp_path / "unhelped"
+    shutil.copytree(repo, bare, symlinks=True)
+    shutil.rmtree(bare / "packages" / "db")
+    (bare / "README.md").unlink()
+    subprocess.run(["/bin/sh", "-c", "git add -A && git commit -q -m all"], cwd=narrow(bare), timeout=30, check=True)
+    assert "D\tREADME.md" in git(bare, "show", "--name-status", "--format=", "HEAD")
+
+    result = run_in(user_file(tmp_path, "write"), narrow(repo),
+                    "git status --short; git add -A && git commit -q -am 'only the root' && echo committed; "
+                    f"git -C {narrow(repo)} status --short; echo clean; "
+                    "cd /tmp && git init -q other && cd other && echo 1 > f && git add f && "
+                    "git commit -q -m other && echo other-repo-ok")
+    assert result.stdout.splitlines()[0] == " M src/index.ts", result
+    assert "committed" in result.stdout and "other-repo-ok" in result.stdout, result
+    assert result.stdout.split("committed\n")[1].startswith("clean"), result  # nothing left after the commit
+    assert git(repo, "show", "--name-status", "--format=", "HEAD").split() == ["M", "packages/api/src/index.ts"]
+    assert git(repo, "status", "--short") == ""  # the host's index follows the commit
+    assert git(repo, "ls-files", "README.md", "packages/db").split() == ["README.md", "packages/db/src/index.ts"]
 
 
 @needs_bwrap

@@ -20,29 +20,49 @@ Nothing is written on the host.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import os
+import shutil
+from collections.abc import Callable, Sequence
 
 from lsp_bridge.core.git_access import GitGrant, not_granted_line
-from lsp_bridge.core.paths import is_within
+from lsp_bridge.core.paths import is_within, relative_to
+
+WRAPPER_SOURCE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "git-wrapper")
+WRAPPER_TARGET = "/run/rootguard/git-wrapper"
 
 
-def git_env(grants: tuple[GitGrant, ...], chdir: str, visible: Callable[[str], bool],
-            user_file: str | None) -> tuple[tuple[str, str], ...]:
-    """The variables that set up git for a command starting in ``chdir`` (``visible``: whether a host
-    path is mounted inside the sandbox)."""
+def git_env(grants: tuple[GitGrant, ...], chdir: str, visible: Callable[[str], bool], trees: Sequence[str],
+            user_file: str | None, path: str | None = None) -> tuple[tuple[tuple[str, str], ...], bool]:
+    """The variables that set up git for a command starting in ``chdir``, and whether the wrapper
+    (``git-wrapper/git``, mounted at ``WRAPPER_TARGET``, first on ``PATH``) is needed. ``visible``:
+    whether a host path is mounted inside the sandbox; ``trees``: the host trees mounted; ``path``:
+    the ``PATH`` the command inherits."""
     grant = _checkout_of(grants, chdir)
     if grant is None:
-        return ()
+        return (), False
     if grant.mode == "none":
         if visible(grant.git_dir):
-            return ()
-        return (("GIT_DIR", not_granted_line(grant.mode, user_file)),)
+            return (), False
+        return (("GIT_DIR", not_granted_line(grant.mode, user_file)),), False
     if not visible(grant.git_dir):
-        return ()  # the engine hid it (a deny rule of the person's own): git says it finds nothing
+        return (), False  # the engine hid it (a deny rule of the person's own): git says it finds nothing
+    assert grant.toplevel is not None  # _checkout_of picks checkouts only
+    top = grant.toplevel
+    env: list[tuple[str, str]] = []
     if grant.native:
-        return (("GIT_DISCOVERY_ACROSS_FILESYSTEM", "1"),)
-    assert grant.toplevel is not None  # native is False only for a linked worktree here
-    return (("GIT_DIR", grant.git_dir), ("GIT_WORK_TREE", grant.toplevel))
+        env.append(("GIT_DISCOVERY_ACROSS_FILESYSTEM", "1"))
+    else:
+        env += [("GIT_DIR", grant.git_dir), ("GIT_WORK_TREE", top)]
+    inside = [t for t in trees if is_within(t, top) and not is_within(t, grant.common_dir)
+              and not is_within(t, grant.git_dir)]
+    real = shutil.which("git", path=path)
+    if top in inside or not inside or real is None or not visible(os.path.realpath(real)):
+        return tuple(env), False  # the whole checkout is visible: git needs no help
+    paths = ":".join(relative_to(t, top) for t in inside)
+    env += [("ROOTGUARD_GIT", grant.mode), ("ROOTGUARD_GIT_TOP", top), ("ROOTGUARD_GIT_REAL", os.path.realpath(real)),
+            ("ROOTGUARD_GIT_INDEX", os.path.join(grant.git_dir, "index")), ("ROOTGUARD_GIT_VISIBLE", paths),
+            ("PATH", WRAPPER_TARGET + os.pathsep + (path or os.defpath))]
+    return tuple(env), True
 
 
 def _checkout_of(grants: tuple[GitGrant, ...], chdir: str) -> GitGrant | None:

@@ -44,7 +44,7 @@ from lsp_bridge.core.paths import canonical, depth, is_within, relative_to
 from lsp_bridge.core.policy import Decision, Target, inspect
 from lsp_bridge.core.protected import PROTECTED_GITHUB, PROTECTED_NAMES, PROTECTED_VSCODE, protected_reason
 from lsp_bridge.sandbox.environment import sandbox_dirs
-from lsp_bridge.sandbox.git_env import git_env
+from lsp_bridge.sandbox.git_env import WRAPPER_SOURCE, WRAPPER_TARGET, git_env
 from lsp_bridge.sandbox.limits import SandboxSettings, settings_of
 from lsp_bridge.sandbox.shim import SCOPE_ABI
 from lsp_bridge.sandbox.shim import abi as landlock_abi
@@ -370,7 +370,12 @@ class _Builder:
         # union entry at / or /tmp (version 1 meanings) goes under /proc, /dev and the masks.
         ordered = sorted(self.system + ops, key=lambda op: depth(op.target))
         chdir = self.chdir()
-        git = git_env(self.session.scope.git, chdir, lambda p: self.state_at(p) in ("rw", "ro"), self.user_file)
+        trees = [op.target for op in ops if op.kind in ("bind", "ro-bind")]
+        seen = lambda p: self.state_at(p) in ("rw", "ro") or any(is_within(p, d) for d in SYSTEM_DIRS)  # noqa: E731
+        git, wrapper = git_env(self.session.scope.git, chdir, seen, trees, self.user_file, os.environ.get("PATH"))
+        if wrapper:  # a system part: not a tree of the policy's (nothing the command may write or hides)
+            ordered.append(MountOp("ro-bind", WRAPPER_TARGET, WRAPPER_SOURCE, "system: git's private index ([workspace] git)"))
+            ro = (*ro, WRAPPER_TARGET)
         return Profile(
             ops=tuple(ordered),
             chdir=chdir,

@@ -19,7 +19,7 @@ import sys
 def main(argv: list[str] | None = None) -> int:
     args = _parse(sys.argv[1:] if argv is None else argv)
     logging.basicConfig(stream=sys.stderr, level=args.log_level.upper(), format="rootguard: %(levelname)s %(message)s")
-    from lsp_bridge.lsp.server import server
+    from lsp_bridge.lsp.handlers import server
 
     _import_what_a_widening_scans_with()
     server.start_io()

@@ -229,3 +229,50 @@ def test_the_pnpm_store_is_mounted_only_where_the_engine_allows_it(mono: Path, t
     assert rule["decision"] == verdict and rule["decided_by"] == "user" and rule["rule"] == "store"
     printed = cli("run", "--root", root, "--print", "--", "true", cwd=root, env=env).stdout
     assert f"--ro-bind {store} {store}" not in printed.replace("\\\n", " ").replace("  ", " ")
+
+
+def test_settle_holds_only_new_mounts_an_agent_writable_file_asked_for():
+    from lsp_bridge.core.toolchain import ToolchainMount, settle
+
+    inside = "/w/app/tsconfig.json"
+    old = ToolchainMount("/w/tsconfig.base.json", "file", "r", inside)
+    new_agent = ToolchainMount("/w/other.json", "file", "r", inside)
+    new_person = ToolchainMount("/w/shared.json", "file", "r", "/w/tsconfig.base.json")
+    by_place = ToolchainMount("/w/node_modules", "modules", "r", None)
+    writable = lambda path: path.startswith("/w/app/")  # noqa: E731
+    first = settle([old, new_agent], None, writable)  # never recorded: what is there now is approved
+    assert first.held == () and first.approved == ("/w/other.json", "/w/tsconfig.base.json")
+    later = settle([old, new_agent, new_person, by_place], ["/w/tsconfig.base.json", "/w/gone.json"], writable)
+    assert later.held == (new_agent,)
+    assert later.in_force == (old, new_person, by_place)
+    assert "/w/gone.json" not in later.approved  # a narrowing is recorded at once
+
+
+def test_the_trust_store_keeps_the_toolchain_set_when_a_config_record_does_not_carry_one(tmp_path: Path):
+    from lsp_bridge.core.config_trust import ConfigFileText, Recorded, TrustStore
+
+    store = TrustStore(str(tmp_path / "approved"))
+    files = (ConfigFileText("project", "/w/.rootguard.toml", "version = 2\n"),)
+    store.record("/w/app", Recorded(files, "/w", ("/w/tsconfig.base.json",)))
+    store.record("/w/app", Recorded(files + (ConfigFileText("user", "/u/config.toml", "version = 2\n"),), "/w"))
+    kept = store.recorded("/w/app")
+    assert kept is not None and kept.toolchain == ("/w/tsconfig.base.json",) and len(kept.files) == 2
+    store.record("/w/app", Recorded(files, "/w", ()))  # an empty set is a set: recorded as such
+    assert store.recorded("/w/app").toolchain == ()
+
+
+def test_a_toolchain_rule_fills_a_gap_only():
+    """A configured rule that matches the store decides it, whatever the toolchain rule says."""
+    from lsp_bridge.core.decision import Target
+    from lsp_bridge.core.policy import Policy
+    from lsp_bridge.core.scope import build_scope
+    from lsp_bridge.core.settings import Config, PathRule
+    from lsp_bridge.core.toolchain import ToolchainMount
+
+    store = ToolchainMount("/w/node_modules/.pnpm", "store", "r", "/w/app/node_modules/zod")
+    user = PathRule(id="repo", path="/w", anchor="/w", read="request", source="user")
+    for rules, expected in (((), "deny"), ((store.rule(),), "allow"), ((user, store.rule()), "request")):
+        config = Config(roots=("/w/app",), roots_source="user", paths=rules)
+        policy = Policy(build_scope(("/w/app",), config), [("/w/app", config)])
+        decision = policy.decide_target("read", Target("/w/node_modules/.pnpm/zod@3/index.js"))
+        assert decision.decision == expected, (rules, decision)

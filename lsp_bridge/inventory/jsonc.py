@@ -64,7 +64,14 @@ def load_json(path: str, *, comments: bool, limit: int = MAX_CONFIG_BYTES,
     except UnicodeDecodeError as exc:
         return None, None, Diagnostic("error", f"{code}-unreadable", f"cannot read: {exc.__class__.__name__}", path)
     try:
-        return json.loads(strip_jsonc(text) if comments else text), text, None
+        if comments:
+            try:
+                return json.loads(text), text, None  # most files hold no comment: no strip to pay for
+            except json.JSONDecodeError:
+                text_read = strip_jsonc(text)
+        else:
+            text_read = text
+        return json.loads(text_read), text, None
     except json.JSONDecodeError as exc:
         return None, text, Diagnostic("error", f"{code}-invalid", f"invalid JSON: {exc.msg}", path,
                                       Range.point(exc.lineno - 1, exc.colno - 1))

@@ -26,7 +26,7 @@ def private_areas(builder) -> str:
 
 
 def _skeletons(builder) -> None:
-    from lsp_bridge.sandbox.profile import MountOp
+    from lsp_bridge.sandbox.profile_model import MountOp
 
     firsts: dict[str, None] = {}
     for op in builder.ops:
@@ -40,7 +40,7 @@ def _skeletons(builder) -> None:
 
 
 def _home(builder) -> str:
-    from lsp_bridge.sandbox.profile import MountOp
+    from lsp_bridge.sandbox.profile_model import MountOp
 
     raw = builder.session.env.get("HOME", "")
     if not raw or not os.path.isabs(raw) or "\x00" in raw:

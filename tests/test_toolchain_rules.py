@@ -214,6 +214,11 @@ def test_the_pnpm_store_is_mounted_only_where_the_engine_allows_it(mono: Path, t
     rules = json.loads(cli("roots", "--json", root).stdout)["toolchain"]["rules"]
     assert {"path": store, "kind": "store", "source": "toolchain", "decision": "allow"}.items() <= next(
         r for r in rules if r["path"] == store).items()
+    inner = f"{store}/zod@3.0.0/node_modules/zod/package.json"
+    checked = cli("check", "--json", "--toolchain", "--root", root, "--op", "read", inner)
+    assert checked.returncode == 0 and json.loads(checked.stdout)["rule_source"] == "toolchain", checked.stdout
+    plain = cli("check", "--root", root, "--op", "read", inner)  # without the toolchain rules: outside every root
+    assert plain.returncode == 1
 
     user = tmp_path / "user.toml"
     user.write_text(f'version = 2\n[[paths]]\nid = "store"\npath = "{store}"\npolicies = {{ read = "{verdict}" }}\n')
@@ -227,6 +232,9 @@ def test_the_pnpm_store_is_mounted_only_where_the_engine_allows_it(mono: Path, t
     [rule] = [r for r in json.loads(cli("roots", "--json", root, env=env).stdout)["toolchain"]["rules"]
               if r["path"] == store]
     assert rule["decision"] == verdict and rule["decided_by"] == "user" and rule["rule"] == "store"
+    checked = cli("check", "--json", "--toolchain", "--root", root, "--op", "read", inner, env=env)
+    assert checked.returncode == {"request": 3, "deny": 1}[verdict]
+    assert json.loads(checked.stdout)["rule"] == "store"  # the same engine, the same answer as run
     printed = cli("run", "--root", root, "--print", "--", "true", cwd=root, env=env).stdout
     assert f"--ro-bind {store} {store}" not in printed.replace("\\\n", " ").replace("  ", " ")
 

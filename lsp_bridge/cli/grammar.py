@@ -112,6 +112,9 @@ def _parser() -> _Parser:
                    help="the operation to decide")
     p.add_argument("path", metavar="PATH", help="the path accessed (relative: from the first --root)")
     p.add_argument("dest", nargs="?", metavar="DEST", help="the destination, for --op rename only")
+    p.add_argument("--toolchain", action="store_true",
+                   help="decide with the toolchain rules rootguard run mounts by (pnpm store, configuration "
+                        "files above the root), as run does")
     p.add_argument("--json", action="store_true", help=JSON_HELP)
 
     p = sub.add_parser("inventory", help="what adding a folder hands over",

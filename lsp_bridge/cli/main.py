@@ -114,7 +114,7 @@ def cmd_check(args) -> int:
     for label, value in (("PATH", args.path), ("DEST", args.dest)):
         if value is not None and not value:
             raise UsageError(f"{label} is empty")
-    session = _session(args.root, option="--root")
+    session = _session(args.root, option="--root", toolchain=getattr(args, "toolchain", False))
     # Like every path typed on a command line, PATH and DEST are read against the current
     # directory (not against the first root, which is how the engine reads a relative path).
     path, dest = _typed_path(args.path), _typed_path(args.dest)

@@ -7,6 +7,13 @@ call it looks for a breach: the content marker or the listing token in the
 answer, outside content copied into the root, or anything outside the root
 created, changed or removed; then it restores the fixture.
 
+Every other string argument of every tool (``ref``, ``query``, ``content``...) is
+fuzzed with the same targets, whatever its name: a server that reads a path from an
+argument not called "path" is caught too. Answers are inspected block by block,
+``structuredContent`` and ``_meta`` included, for the canaries in transformed forms
+(``canaries.evidence``). With ``--trace`` the strace log goes through a pipe the server
+never holds (``_TraceLog``), read with a time limit.
+
 A path-taking tool is *untested* when the probe could not send every case and
 get an answer (an argument it cannot build, a timeout, a broken transport).
 Exit 1 when a tool went untested or anything outside the root was served.
@@ -24,8 +31,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from lsp_bridge.probe.canaries import evidence
 from lsp_bridge.probe.fixture import KINDS, Fixture
-from lsp_bridge.probe.schema import CannotBuild, build_object, find_slots, project_argument, put
+from lsp_bridge.probe.schema import CannotBuild, build_object, find_slots, find_string_slots, project_argument, put
 
 CALL_TIMEOUT = 30.0
 START_TIMEOUT = 60.0
@@ -57,6 +65,7 @@ class ToolReport:
     path_args: list[str]
     cases: list[Case] = field(default_factory=list)
     skipped: str = ""
+    string_args: list[str] = field(default_factory=list)  # other string arguments, fuzzed too
 
     @property
     def untested(self) -> bool:
@@ -64,7 +73,7 @@ class ToolReport:
                                                                     for c in self.cases))
 
     def to_json(self) -> dict:
-        data: dict[str, Any] = {"name": self.name, "path_args": self.path_args,
+        data: dict[str, Any] = {"name": self.name, "path_args": self.path_args, "string_args": self.string_args,
                                 "cases": [c.to_json() for c in self.cases]}
         if self.skipped:
             data["skipped"] = self.skipped
@@ -114,55 +123,109 @@ def substitute(command: Sequence[str], root: str) -> list[str]:
     return [a.replace("{root}", root) for a in command]
 
 
+TRACE_READ_TIMEOUT = 30.0
+
+
+class _TraceLog:
+    """strace's output through a pipe, never a file.
+
+    strace opens the probe's write end as ``/proc/<probe>/fd/W`` (strace keeps its
+    output close-on-exec, so the server never inherits it), and the probe closes its own
+    write end once the server answered ``initialize``: from then on no path names the
+    pipe, and there is nothing to truncate or replace with a FIFO. A thread drains it
+    while the probe runs (strace never blocks on a full pipe); the text is collected with
+    a time limit after the server ended (a process that kept a copy cannot hang the probe).
+    Not prevented: during start-up a server of the same user could open that path too and
+    append forged lines (more events, never fewer), or kill its tracer (the log then ends
+    early)."""
+
+    def __init__(self) -> None:
+        import threading
+
+        self.read_fd, self.write_fd = os.pipe()
+        self.chunks: list[bytes] = []
+        self.thread = threading.Thread(target=self._drain, daemon=True)
+        self.thread.start()
+
+    def wrap(self, argv: list[str]) -> list[str]:
+        from lsp_bridge.trace.strace import STRACE_ARGS
+
+        return ["strace", *STRACE_ARGS, "-o", f"/proc/{os.getpid()}/fd/{self.write_fd}", "--", *argv]
+
+    def started(self) -> None:
+        """The server (and its strace) runs: our copy of the write end can go."""
+        if self.write_fd >= 0:
+            os.close(self.write_fd)
+            self.write_fd = -1
+
+    def _drain(self) -> None:
+        while True:
+            try:
+                chunk = os.read(self.read_fd, 1 << 16)
+            except OSError:
+                return
+            if not chunk:
+                return
+            self.chunks.append(chunk)
+
+    def text(self) -> str | None:
+        """Everything strace wrote, or None when it did not end within the time limit."""
+        self.started()
+        self.thread.join(TRACE_READ_TIMEOUT)
+        done = not self.thread.is_alive()
+        if done:
+            os.close(self.read_fd)
+        return b"".join(self.chunks).decode("utf-8", "surrogateescape") if done else None
+
+
 def run_probe(command: Sequence[str], *, trace: bool = False, env: dict[str, str] | None = None) -> ProbeReport:
     """Build the fixture, probe the server, remove the fixture."""
     import anyio
 
     fixture = Fixture.create()
-    log_dir = None
+    log: _TraceLog | None = None
     try:
         argv = substitute(command, fixture.root)
-        log = None
         if trace:
-            import tempfile
-
-            from lsp_bridge.trace.strace import strace_prefix
-
             if not shutil.which("strace"):
                 raise ProbeError("--trace needs strace (install the strace package; scripts/bootstrap.sh does)")
-            log_dir = tempfile.mkdtemp(prefix="rootguard-probe-trace-")
-            log = os.path.join(log_dir, "server.strace")
-            argv = strace_prefix(log) + argv
-        report = anyio.run(_probe, argv, fixture, env)
+            log = _TraceLog()
+            argv = log.wrap(argv)
+        report = anyio.run(_probe, argv, fixture, env, log)
         if log is not None:
-            report.opened_outside = _opened_outside(log, fixture)
+            text = log.text()
+            report.opened_outside = _opened_outside(text, fixture) if text is not None else [
+                {"path": "(strace log)", "ops": [f"not complete within {TRACE_READ_TIMEOUT:.0f} s"]}]
         return report
     finally:
         fixture.remove()
-        if log_dir is not None:
-            shutil.rmtree(log_dir, ignore_errors=True)
+        if log is not None and log.write_fd >= 0:
+            os.close(log.write_fd)
 
 
-def _opened_outside(log: str, fixture: Fixture) -> list[dict]:
+def _opened_outside(text: str, fixture: Fixture) -> list[dict]:
     """Paths in the fixture but outside the root that the server's processes touched (from strace)."""
     from lsp_bridge.core.paths import is_within
-    from lsp_bridge.trace.strace import collect, parse_log
+    from lsp_bridge.trace.strace import collect, parse_lines
 
-    events = parse_log(log, fixture.base)
+    events = parse_lines(text.splitlines(), fixture.base)
     found = []
     for item in collect(events):
         path = item["path"]
         if is_within(path, fixture.base) and not is_within(path, fixture.root) and path != fixture.base:
-            found.append({"path": os.path.relpath(path, fixture.base), "ops": item["ops"]})
+            rel = os.path.relpath(path, fixture.base)
+            found.append({"path": rel, "what": fixture.describe(rel), "ops": item["ops"]})
     return found
 
 
-async def _probe(argv: list[str], fixture: Fixture, env: dict[str, str] | None) -> ProbeReport:
+async def _probe(argv: list[str], fixture: Fixture, env: dict[str, str] | None, log: _TraceLog | None = None
+                 ) -> ProbeReport:
     from mcp import Client, StdioServerParameters
 
     program = shutil.which(argv[0]) or argv[0]
     params = StdioServerParameters(command=program, args=argv[1:], cwd=fixture.base,
                                    env=dict(env if env is not None else os.environ))
+
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         try:
@@ -170,6 +233,8 @@ async def _probe(argv: list[str], fixture: Fixture, env: dict[str, str] | None) 
                 info = getattr(client, "server_info", None)
                 server = _server_name(info)
                 protocol = str(getattr(client, "protocol_version", "") or "")
+                if log is not None:
+                    log.started()  # strace has its output open: no path names the pipe any more
                 listed = await client.list_tools()
                 tools = list(listed.tools)
                 project = await _project_id(client, tools)
@@ -214,8 +279,9 @@ async def _project_id(client, tools) -> str | None:
 async def _probe_tool(client, tool, fixture: Fixture, project: str | None) -> ToolReport:
     schema = tool.input_schema or {}
     slots = find_slots(tool.name, schema)
-    report = ToolReport(tool.name, [s.name for s in slots])
-    if not slots:
+    strings = find_string_slots(tool.name, schema, slots)
+    report = ToolReport(tool.name, [s.name for s in slots], string_args=[s.name for s in strings])
+    if not slots and not strings:
         return report
     relative = project is not None
     try:
@@ -226,7 +292,7 @@ async def _probe_tool(client, tool, fixture: Fixture, project: str | None) -> To
     proj = project_argument(schema)
     if proj and project is not None:
         base_args[proj[0]] = project
-    for slot in slots:
+    for slot in [*slots, *strings]:
         for kind in KINDS:
             args = json.loads(json.dumps(base_args))
             for other in slots:
@@ -255,10 +321,9 @@ async def _call(client, name: str, args: dict, case: Case, fixture: Fixture) -> 
         text = _result_text(result)
         case.outcome = "refused" if result.is_error or _reports_refusal(text) else "permitted"
         case.detail = _first_line(text)
-        if fixture.marker in text:
-            case.evidence.append("outside content in the answer")
-        if fixture.token in text:
-            case.evidence.append("outside directory listed in the answer")
+        dump = result.model_dump(mode="json", by_alias=True)
+        case.evidence += evidence(dump, {"outside content": fixture.marker,
+                                         "outside directory listing": fixture.token})
     changed = fixture.changes_outside(fixture.snapshot())
     if changed:
         case.evidence.append("changed outside the root: " + ", ".join(changed[:5]))
@@ -372,7 +437,7 @@ def format_report(report: ProbeReport) -> str:
     if report.opened_outside is not None:
         if report.opened_outside:
             lines.append("The server's processes touched, outside the root (strace):")
-            lines += [f"  {o['path']}  ({', '.join(o['ops'])})" for o in report.opened_outside]
+            lines += [f"  {o['path']}  [{o.get('what', '')}] ({', '.join(o['ops'])})" for o in report.opened_outside]
         else:
             lines.append("strace: the server touched nothing outside the root in the fixture.")
     if report.untested:

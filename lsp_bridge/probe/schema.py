@@ -167,12 +167,44 @@ def build_object(schema: dict, *, depth: int = 0) -> dict:
 def put(arguments: dict, slot: Slot, value: str) -> None:
     """Set the slot's path in ``arguments`` (in place)."""
     node: Any = arguments
-    for step in slot.steps[:-1]:
+    steps = slot.steps
+    for i, step in enumerate(steps[:-1]):
         if isinstance(step, int):
             while len(node) <= step:
                 node.append({})
             node = node[step]
         else:
-            node = node.setdefault(step, {} if not isinstance(step, int) else [])
+            fresh: Any = [] if isinstance(steps[i + 1], int) else {}
+            node = node.setdefault(step, fresh)
     last = slot.steps[-1]
     node[last] = [value] if slot.is_list else value
+
+
+def find_string_slots(tool_name: str, input_schema: dict, taken: list[Slot]) -> list[Slot]:
+    """Every other string (or string-list) argument, whatever its name (``ref``, ``query``, ``content``):
+    a server may read a path from any of them. Left out: the project-id argument, values fixed by
+    ``enum``/``const``, and strings a ``pattern`` or ``format`` constrains (a path would be invalid)."""
+    names = {s.steps for s in taken}
+    slots: list[Slot] = []
+    dir_tool = bool(DIR_TOOL.search(tool_name))
+
+    def visit(props: dict, prefix: tuple[str | int, ...]) -> None:
+        for name, sub in (props or {}).items():
+            if not isinstance(sub, dict) or prefix + (name,) in names:
+                continue
+            kind = sub.get("type")
+            items = sub.get("items") if isinstance(sub.get("items"), dict) else {}
+            if kind == "object" or (kind is None and "properties" in sub):
+                visit(sub.get("properties") or {}, prefix + (name,))
+            elif kind == "array" and items.get("type") == "object":
+                visit(items.get("properties") or {}, prefix + (name, 0))
+            elif kind == "string" or (kind == "array" and items.get("type") == "string"):
+                leaf = items if kind == "array" else sub
+                if any(k in leaf for k in ("enum", "const", "pattern")) or leaf.get("format") not in (None, "uri", "path"):
+                    continue
+                if not prefix and PROJECT_NAME.match(_camel_to_snake(name)):
+                    continue
+                slots.append(Slot(prefix + (name,), kind == "array", dir_tool, bool(DEST_NAME.search(_camel_to_snake(name)))))
+
+    visit((input_schema or {}).get("properties") or {}, ())
+    return slots

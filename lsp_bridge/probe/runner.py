@@ -69,8 +69,8 @@ class ToolReport:
 
     @property
     def untested(self) -> bool:
-        return bool(self.path_args) and (bool(self.skipped) or any(c.outcome in ("error", "untested")
-                                                                    for c in self.cases))
+        return bool(self.path_args or self.string_args) and (
+            bool(self.skipped) or any(c.outcome in ("error", "untested") for c in self.cases))
 
     def to_json(self) -> dict:
         data: dict[str, Any] = {"name": self.name, "path_args": self.path_args, "string_args": self.string_args,
@@ -407,16 +407,17 @@ def format_report(report: ProbeReport) -> str:
     lines = [f"rootguard probe: {report.server or 'server'} (protocol {report.protocol or '?'})"
              + (", files addressed by project id and relative path" if report.project_mode else "")]
     kinds = list(KINDS)
-    width = max([len(t.name) + 1 + max((len(a) for a in t.path_args), default=0) for t in report.tools] + [10])
+    width = max([len(t.name) + 1 + max((len(a) for a in t.path_args + t.string_args), default=0)
+                 for t in report.tools] + [10])
     lines.append("")
     lines.append((f"{'tool argument':<{width}}  " + "  ".join(f"{k:<14}" for k in kinds)).rstrip())
     for tool in report.tools:
-        if not tool.path_args:
+        if not tool.path_args and not tool.string_args:
             continue
         if tool.skipped:
             lines.append(f"{tool.name:<{width}}  UNTESTED: {tool.skipped}")
             continue
-        for arg in tool.path_args:
+        for arg in tool.path_args + tool.string_args:
             row = {c.kind: c for c in tool.cases if c.arg == arg}
             cells = []
             for k in kinds:
@@ -424,9 +425,9 @@ def format_report(report: ProbeReport) -> str:
                 cell = "-" if c is None else MARK[c.outcome] + (" LEAK" if c.leaked else "")
                 cells.append(f"{cell:<14}")
             lines.append((f"{tool.name + ' ' + arg:<{width}}  " + "  ".join(cells)).rstrip())
-    no_paths = [t.name for t in report.tools if not t.path_args]
+    no_paths = [t.name for t in report.tools if not t.path_args and not t.string_args]
     if no_paths:
-        lines.append(f"(no path argument: {', '.join(no_paths)})")
+        lines.append(f"(no string argument: {', '.join(no_paths)})")
     lines.append("")
     for case in report.served_outside:
         lines.append(f"LEAK  {case.tool} {case.arg}={case.target} ({case.kind}): {'; '.join(case.evidence)}")

@@ -193,13 +193,14 @@ def find_string_slots(tool_name: str, input_schema: dict, taken: list[Slot]) -> 
             if not isinstance(sub, dict) or prefix + (name,) in names:
                 continue
             kind = sub.get("type")
-            items = sub.get("items") if isinstance(sub.get("items"), dict) else {}
+            raw_items = sub.get("items")
+            items: dict = raw_items if isinstance(raw_items, dict) else {}
             if kind == "object" or (kind is None and "properties" in sub):
                 visit(sub.get("properties") or {}, prefix + (name,))
             elif kind == "array" and items.get("type") == "object":
                 visit(items.get("properties") or {}, prefix + (name, 0))
             elif kind == "string" or (kind == "array" and items.get("type") == "string"):
-                leaf = items if kind == "array" else sub
+                leaf: dict = items if kind == "array" else sub
                 if any(k in leaf for k in ("enum", "const", "pattern")) or leaf.get("format") not in (None, "uri", "path"):
                     continue
                 if not prefix and PROJECT_NAME.match(_camel_to_snake(name)):

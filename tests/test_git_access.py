@@ -274,3 +274,26 @@ def test_mcp_file_tools_follow_the_git_rules(tmp_path, repo):
         with pytest.raises(ToolError):
             call(writing, "write_file", project_id=pid, relative_path=code, content="x\n")
     assert not (repo / ".git" / "hooks" / "pre-commit").exists()
+
+
+# --------------------------------------------------------------------------- the language server
+
+
+async def test_the_widening_warning_counts_a_granted_git_directory(tmp_path, repo, monkeypatch):
+    """The person opened the package alone (its union accepted); then git = "read": the next window of the
+    same folder is wider by the repository's history, and says so like any widening."""
+    from tests.test_lsp import Window, settled, wait_for
+
+    monkeypatch.setenv("ROOTGUARD_CONFIG", str(user_file(tmp_path, None)))
+    async with Window() as first:
+        await first.start([str(narrow(repo))])
+        status = await settled(first)
+        assert status["union"] == [str(narrow(repo))] and first.warnings() == []
+    user_file(tmp_path, "read")
+    async with Window() as second:
+        await second.start([str(narrow(repo))])
+        status = await second.next_status(0, lambda s: s["inventory"], "measured status")
+        assert status["widened"] is True and str(repo / ".git") in status["union"], status
+        line = (await wait_for(second.warnings, what="the widening warning"))[0]
+        assert line.startswith("Root Guard: opening git access to shop widened the agent's boundary"), line
+        assert line.endswith(".git (1 commit)") and "\n" not in line, line

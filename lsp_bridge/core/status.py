@@ -62,7 +62,7 @@ else:
 
 STATUS_VERSION = 1
 Operation = Literal["read", "write", "delete", "rename", "metadata"]
-Origin = Literal["folder", "worktree", "config", "environment", "temp", "any-path"]
+Origin = Literal["folder", "worktree", "config", "environment", "temp", "any-path", "git"]
 Approver = Literal["tray", "editor", "none"]
 Severity = Literal["error", "warning"]
 WideningKind = Literal["ancestor", "disjoint"]

@@ -415,6 +415,9 @@ class RootTracker:
             fresh = (folder in just) if folder is not None else (change is not None and w in change.widenings)
             names, entries = (now_names, now_entries) if fresh else (earlier_names, earlier_entries)
             name = _name(folder or w.folder)
+            entry = self.union.entry_for(w.folder) if folder is None else None
+            if entry is not None and entry.origin == "git":  # [workspace] git: the setting brought it
+                name = f"git access to {_name(os.path.dirname(entry.path))}"
             if folder is None or name not in names:
                 if name not in names:
                     names.append(name)

@@ -128,6 +128,7 @@ function originIcon(origin: string): string {
     case 'environment': return '$(terminal)';
     case 'temp': return '$(clock)';
     case 'any-path': return '$(warning)';
+    case 'git': return '$(git-commit)';
     default: return '$(folder)';
   }
 }

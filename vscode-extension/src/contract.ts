@@ -290,7 +290,7 @@ export interface RequestError {
 export interface ShadowedEntry {
   path: string;
   by: string;
-  origin: 'folder' | 'worktree' | 'config' | 'environment' | 'temp' | 'any-path';
+  origin: 'folder' | 'worktree' | 'config' | 'environment' | 'temp' | 'any-path' | 'git';
   reason: string;
 }
 /**
@@ -332,7 +332,7 @@ export interface Status {
  */
 export interface UnionEntry {
   path: string;
-  origin: 'folder' | 'worktree' | 'config' | 'environment' | 'temp' | 'any-path';
+  origin: 'folder' | 'worktree' | 'config' | 'environment' | 'temp' | 'any-path' | 'git';
   reason: string;
 }
 /**

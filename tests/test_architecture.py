@@ -19,7 +19,7 @@ import pytest
 
 pytestmark = pytest.mark.timeout(120)
 
-# Issue 29 point 5 is under way: the size checks below report their offenders (`pytest -rx`) without failing
+# Issue 29 point 5 is under way: the class-size check below reports their offenders (`pytest -rx`) without failing
 # the suite until the splits have landed. Remove this marker from each check as soon as it passes.
 IN_PROGRESS = pytest.mark.xfail(reason="issue 29 point 5: splits under way (offenders listed)", strict=False)
 
@@ -106,7 +106,6 @@ def _cycle_edges(graph: grimp.ImportGraph, cycle: list[str]) -> list[str]:
     return lines
 
 
-@IN_PROGRESS
 def test_no_module_over_600_lines() -> None:
     over = [(_name(path), n) for path in _sources() if (n := _line_count(path)) > MAX_MODULE_LINES]
     assert not over, f"modules over {MAX_MODULE_LINES} lines (split by concern):\n" + "\n".join(

@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 from lsp_bridge.core.policy import Target, inspect
 from lsp_bridge.core.resolver import ResolveError, resolve
 from lsp_bridge.mcp import safe_listing
-from lsp_bridge.mcp.file_tools import FileTools, _Changed
+from lsp_bridge.mcp.file_tools import FileTools, PathChanged
 
 NAMES = ["a", "b", "gen", "vault", ".env", ".env.local", "x.js", ".git", ".rootguard.toml", "%41", "C:x",
          "back\\slash", "ctl\x01", "A", ".envrc", ".vscode", "settings.json", ".husky"]
@@ -48,7 +48,7 @@ def full_peek(tools: FileTools, root: str, relative: str) -> str:
     """``FileTools.peek`` with the full engine: the resolver, then a batch of one."""
     try:
         target = tools._target(resolve(root, relative.replace("%", "%25")))
-    except (ResolveError, _Changed):
+    except (ResolveError, PathChanged):
         return "deny"
     return engine(tools, "read", target)
 

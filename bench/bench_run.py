@@ -1,9 +1,11 @@
 """``rootguard run`` against bare bubblewrap and against no sandbox, side by side.
 
-Two measurements, in interleaved rounds so machine load hits every variant alike:
+Measurements in interleaved rounds so machine load hits every variant alike:
 
 * start-up: ``rootguard run -- true`` (and with ``--root`` on the demo's narrow
   package) against ``bwrap --ro-bind / / true``;
+* side by side with bare bubblewrap: ``rootguard run -- true`` and ``find`` + ``cat`` over
+  every file of the repository, against ``bwrap --ro-bind / /`` running the same;
 * file-heavy: ``find REPO -type f`` over the ~61,000-file demo monorepo
   (``build_large_monorepo``) outside any sandbox, inside the sandbox
   ``rootguard run --root REPO --print`` describes (the command's own cost), and
@@ -121,6 +123,52 @@ def main() -> int:
         }, max(args.rounds // 3, 3), env, demo.repo)
         show("Per-file cost: five walks in one process tree", repeated, "5x find in one shell (no sandbox)")
 
+        # The protections of issue 30 (user namespace without capabilities, seccomp, private IPC, Landlock
+        # scoping, the environment allow-list, limits, the private home) against bare bubblewrap, side by side:
+        # the same find + cat over every file, one bubblewrap each.
+        cat = f"find {shlex.quote(demo.repo)} -type f -not -path '*/.git/*' -exec cat {{}} + | wc -c"
+        bare = [bwrap, "--ro-bind", "/", "/", "--proc", "/proc", "--dev", "/dev", "--", "/bin/sh", "-c"]
+        side = measure({
+            "bare bwrap: true": [bwrap, "--ro-bind", "/", "/", "true"],
+            "rootguard run --root REPO -- true": [*rootguard, "run", "--root", demo.repo, "--", "true"],
+            "bare bwrap: find + cat": [*bare, cat],
+            "rootguard run --root REPO -- find + cat": [*rootguard, "run", "--root", demo.repo, "--", "/bin/sh", "-c",
+                                                        cat],
+        }, max(args.rounds // 2, 3), env, demo.repo)
+        show("Side by side with bare bubblewrap (true; find + cat over every file)", side, "bare bwrap: true")
+
+        # What the added protections cost by themselves: the printed sandbox (with the seccomp filter read from
+        # a file on fd 9, as rootguard run passes it) against the same without them (the flags before issue 30).
+        from lsp_bridge.sandbox.seccomp import program
+
+        bpf = os.path.join(base, "seccomp.bpf")
+        with open(bpf, "wb") as handle:
+            handle.write(program())
+        printed_cat = shlex.split(subprocess.run(
+            [*rootguard, "run", "--root", demo.repo, "--print", "--", "/bin/sh", "-c", cat], capture_output=True,
+            text=True, env=env, cwd=demo.repo, check=True).stdout.replace("\\\n", " "))
+        split = printed_cat.index("--")
+        protected = [*printed_cat[:split], "--seccomp", "9", *printed_cat[split:]]
+        added = {"--unshare-ipc", "--unshare-user", "--disable-userns", "--scope"}
+        old_flags: list[str] = []
+        skip = 0
+        for arg in printed_cat:
+            if skip:
+                skip -= 1
+            elif arg in ("--cap-drop", "--rlimit", "--size"):
+                skip = 1
+            elif arg not in added:
+                old_flags.append(arg)
+        with_fd = ["/bin/sh", "-c", 'exec "$@" 9<"$0"', bpf]
+        cost = measure({
+            "sandbox without the added protections: find + cat": old_flags,
+            "sandbox with them (userns, no caps, seccomp, IPC, scope, limits)": [*with_fd, *protected],
+            "sandbox without the added protections: true": [*old_flags[:-3], "true"],
+            "sandbox with them: true": [*with_fd, *protected[:-3], "true"],
+        }, max(args.rounds // 2, 3), env, demo.repo)
+        show("The added protections alone (the same sandbox command line, with and without)", cost,
+             "sandbox without the added protections: find + cat")
+
         def pair(results, name):
             return statistics.median(results[name]), min(results[name])
 
@@ -140,6 +188,11 @@ def main() -> int:
             print(f"  file-heavy, {label}: inside/outside {ratio:.2f}x (target 1.2x) -> "
                   f"{'met' if ratio <= 1.2 else 'NOT met'}; with rootguard run's own start-up "
                   f"{h_all[i] / h_base[i]:.2f}x")
+        for what in ("true", "find + cat"):
+            rg_t = statistics.median(side[f"rootguard run --root REPO -- {what}"])
+            bare_t = statistics.median(side[f"bare bwrap: {what}"])
+            print(f"  {what}: rootguard run {1000 * rg_t:.0f} ms, bare bubblewrap {1000 * bare_t:.0f} ms "
+                  f"({rg_t / bare_t:.2f}x, {1000 * (rg_t - bare_t):+.0f} ms)")
         print(f"  per-file, median: five walks inside/outside {r_in[0] / r_base[0]:.2f}x (a single walk also pays the "
               f"sandbox's fixed start-up, {1000 * (h_in[0] - h_base[0]):.0f} ms: bubblewrap and the Landlock shim)")
     return 0

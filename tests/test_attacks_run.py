@@ -572,3 +572,77 @@ def platform_machine() -> str:
     import platform
 
     return platform.machine()
+
+
+# ---------------------------------------------------------------- issue 32 point 3: a private, working home
+
+
+@pytest.fixture
+def home(world):
+    home = world["base"] / "home"
+    (home / ".ssh").mkdir(parents=True, exist_ok=True)
+    (home / ".aws").mkdir(exist_ok=True)
+    (home / ".gitconfig").write_text("[user]\n\tname = Person\n")
+    (home / ".npmrc").write_text("//registry.npmjs.org/:_authToken=npm_canaryTOKENvalue1234567890\n")
+    (home / ".ssh" / "id_ed25519").write_text("ssh-canary\n")
+    (home / ".aws" / "credentials").write_text("[default]\naws_secret_access_key=aws-canary\n")
+    for path in [home, *home.rglob("*")]:
+        os.chmod(path, 0o755 if path.is_dir() else 0o644)
+    return home
+
+
+HOME_SCRIPT = ("cat ~/.gitconfig; cat ~/.npmrc ~/.ssh/id_ed25519 ~/.aws/credentials 2>&1; "
+               "echo mine > ~/.cache-test && cat ~/.cache-test; echo cache=$XDG_CACHE_HOME; "
+               "echo x > ~/.gitconfig 2>&1 || echo gitconfig-read-only")
+
+
+def test_home_unprotected_shows_every_credential(world, home):
+    out = subprocess.run(["sh", "-c", HOME_SCRIPT], capture_output=True, text=True, timeout=10,
+                         env=env_for(world, HOME=str(home))).stdout
+    assert "npm_canary" in out and "ssh-canary" in out and "aws-canary" in out
+    (home / ".gitconfig").write_text("[user]\n\tname = Person\n")
+    (home / ".cache-test").unlink()
+
+
+@pytest.mark.parametrize("user", USERS)
+def test_private_home_has_harmless_dotfiles_and_no_credentials(world, home, user):
+    result = rg_run(world, user, ["sh", "-c", HOME_SCRIPT], env=env_for(world, HOME=str(home)))
+    out = result.stdout
+    assert "name = Person" in out and "mine" in out and f"cache={home}/.cache" in out, result
+    assert "canary" not in out and "gitconfig-read-only" in out
+    assert not (home / ".cache-test").exists()  # the home is private: nothing reached the host
+
+
+@pytest.mark.skipif(shutil.which("npm") is None, reason="needs npm")
+def test_npm_writes_its_log_in_the_private_home(world, tmp_path):
+    root = tmp_path / "pkg"
+    root.mkdir()
+    (root / "package.json").write_text('{"name": "pkg", "version": "1.0.0"}\n')
+    env = env_for(world, HOME="/rootguard-test-absent-home", npm_config_update_notifier="false")
+    old = subprocess.run([BWRAP, *SYSTEM, "--bind", str(root), str(root), "--remount-ro", "/", *OLD_FLAGS,
+                          "--chdir", str(root), "--", "npm", "run", "nope"], capture_output=True, text=True, timeout=60,
+                         env=env)
+    assert "Log files were not written" in old.stderr  # no ~ in the old sandbox (its / is read-only)
+    result = subprocess.run([*_rootguard("root"), "run", "--root", str(root), "--", "npm", "run", "nope"],
+                            capture_output=True, text=True, cwd=root, timeout=60, env=env)
+    assert result.returncode != 0 and "Missing script" in result.stderr
+    assert "Log files were not written" not in result.stderr and "A complete log of this run" in result.stderr
+
+
+def test_sandbox_settings_merge_and_loosening(tmp_path):
+    """A project file may only lower a limit; granting a variable or raising a limit is a loosening."""
+    from lsp_bridge.core.config import load_config, loosening
+
+    user = tmp_path / "user.toml"
+    user.write_text('version = 2\n[sandbox]\nprocesses = 500\n')
+    project = make_repo(tmp_path / "proj", {".rootguard.toml": 'version = 2\n[sandbox]\nprocesses = 9000\n'
+                                                               'memory = "1G"\n'})
+    config = load_config(str(project), {"ROOTGUARD_CONFIG": str(user)}).config
+    assert config is not None
+    assert config.sandbox_processes == 500 and config.sandbox_memory == 1 << 30  # 9000 ignored, 1G kept
+    user.write_text('version = 2\n[sandbox]\nprocesses = 900\nenv = ["GITHUB_TOKEN"]\n')
+    wider = load_config(str(project), {"ROOTGUARD_CONFIG": str(user)}).config
+    assert wider is not None
+    reasons = loosening(config, wider)
+    assert "sandbox.env grants more environment variables" in reasons and "sandbox.processes raised" in reasons
+    assert not [r for r in loosening(wider, config) if r.startswith("sandbox.")]  # the way back only narrows

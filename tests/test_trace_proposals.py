@@ -267,3 +267,47 @@ def test_one_classifier_source_naming_a_secret_is_not_a_credential_a_live_value_
     dotenv = tmp_path / "settings.yaml"
     dotenv.write_text("password: options.value\n")  # not source: a YAML value is a value
     assert count_credentials(str(dotenv)) == 1
+
+
+def test_a_package_grant_never_outranks_a_project_deny_even_for_files_created_later(t3, isolated_user):
+    api, db, mono = t3["api"], t3["db"], t3["mono"]
+    (mono / ".rootguard.toml").write_text(DENY_ENV + '[[paths]]\nid = "no-private"\npath = "."\n'
+                                          'includes = ["**/private/**"]\npolicies = { read = "deny", write = "deny" }\n')
+    done = rg("trace", "--json", "--write", "--root", str(api), "--", "node", "typecheck.js", cwd=api,
+              home=isolated_user)
+    assert done.returncode == 0, done.stderr
+    grant = next(r for r in json.loads(done.stdout)["proposed"]["paths"] if r["path"] == str(db))
+    assert "**/private/**" in grant["excludes"]  # the project's deny, rewritten for the grant
+    (db / "private").mkdir()  # created after the proposal was written
+    (db / "private" / "key.txt").write_text("PRIVATE-DATA\n")
+    inside = rg("run", "--root", str(api), "--", "sh", "-c", "node typecheck.js && ! cat ../db/private/key.txt",
+                cwd=api, home=isolated_user)
+    assert inside.returncode == 0, inside.stderr
+    assert "PRIVATE-DATA" not in inside.stdout
+
+    # Unprotected: the same grant without its excludes is anchored deeper than the deny and wins.
+    target = user_file(isolated_user)
+    rules = tomllib.loads(target.read_text())["paths"]
+    target.write_text("version = 2\n" + "".join(
+        f'[[paths]]\nid = "{r["id"]}"\npath = "{r["path"]}"\npolicies = {{ read = "allow", write = "deny" }}\n'
+        for r in rules))
+    leak = rg("run", "--root", str(api), "--", "cat", "../db/private/key.txt", cwd=api, home=isolated_user)
+    assert leak.returncode == 0 and "PRIVATE-DATA" in leak.stdout
+
+
+def test_enforced_applies_only_checked_grants(t3, isolated_user):
+    """Class 5: --enforced used to apply the folder grant unreviewed; round 2 copied the .env into the root."""
+    api, mono = t3["api"], t3["mono"]
+    other = mono / "shared"
+    other.mkdir()
+    for i in range(20):
+        (other / f"f{i}.json").write_text("{}\n")
+    (other / ".env").write_text("API_TOKEN=ghp_" + "B" * 36 + "\n")
+    command = "cat ../../shared/*.json ../../shared/.env > /dev/null 2>&1; cp ../../shared/.env stolen.env; true"
+    done = subprocess.run([*ROOTGUARD, "trace", "--json", "--enforced", "--root", str(api), "--", "sh", "-c",
+                           command], capture_output=True, text=True, timeout=600, cwd=str(api),
+                          env=env_for(isolated_user))
+    assert done.returncode == 0, done.stderr
+    data = json.loads(done.stdout)
+    assert all(r["kind"] == "file" and not r["path"].endswith(".env") for r in data["proposed"]["paths"])
+    assert not (api / "stolen.env").exists()  # no round ever saw it

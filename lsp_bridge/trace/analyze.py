@@ -31,7 +31,7 @@ from dataclasses import dataclass
 
 from lsp_bridge.core.paths import is_within
 from lsp_bridge.trace.model import Grant, TraceResult, package_line, snippet, stable_id
-from lsp_bridge.trace.proposal import SKIPPED_DIRS, check_directory, left_out_reason, refusal
+from lsp_bridge.trace.proposal import SKIPPED_DIRS, check_directory, deny_excludes, left_out_reason, refusal
 from lsp_bridge.trace.strace import Event, collect
 
 CONFIG_NAMES = ("tsconfig*.json", ".npmrc", ".prettierrc*", ".eslintrc*", "eslint.config.*", "vitest.workspace.*",
@@ -249,7 +249,9 @@ def _propose(result: TraceResult, needed: dict[str, tuple[str, str]], policy, un
             result.refused.append({"path": directory, "reason": f"directory not proposed whole: {check.problem}; "
                                                                 "the files read in it are proposed one by one"})
             return None
-        grant = Grant(_id(group, directory), directory, "directory", group, files, excludes=check.excludes)
+        denies = deny_excludes(policy, directory)
+        grant = Grant(_id(group, directory), directory, "directory", group, files,
+                      excludes=tuple(dict.fromkeys((*check.excludes, *denies))), denies=denies)
         if check.credentials or check.denied:
             grant.note = f"{len(check.credentials) + len(check.denied)} credential or denied file(s) excluded"
         return grant
@@ -283,8 +285,9 @@ def _propose(result: TraceResult, needed: dict[str, tuple[str, str]], policy, un
                 chosen.setdefault(path, Grant(_id("config", path), path, "file", "workspace"))
         else:
             entry["status"] = "offered"
+            denies = deny_excludes(policy, package)
             grant = Grant(_id("workspace", package), package, "directory", "workspace", len(files),
-                          excludes=(*check.excludes, *SKIPPED_DIRS))
+                          excludes=tuple(dict.fromkeys((*check.excludes, *denies, *SKIPPED_DIRS))), denies=denies)
             grant.note = (f"the whole package: {check.files} files, {len(check.credentials)} credential file(s) "
                           "excluded")
             chosen[package] = grant

@@ -24,6 +24,7 @@ class Grant:
     mount: bool = False
     note: str = ""
     excludes: tuple[str, ...] = ()
+    denies: tuple[str, ...] = ()  # the deny globs of the rules in force, relative to path (probed by validate)
 
 
 @dataclass

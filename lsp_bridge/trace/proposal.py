@@ -156,6 +156,48 @@ def check_directory(path: str, policy, *, content: bool = True, skip: tuple[str,
     return check
 
 
+def deny_excludes(policy, directory: str) -> tuple[str, ...]:
+    """The read-deny globs of the rules in force, rewritten relative to ``directory``: as ``excludes``
+    of a grant there, they keep the grant from matching what those rules deny, files created later
+    included (a grant anchored deeper would otherwise outrank them). A glob that cannot be rewritten
+    is left to ``validate``, which probes it."""
+    from lsp_bridge.core.paths import fold, is_within
+
+    if policy is None:
+        return ()
+    key = fold(directory)
+    found: list[str] = []
+    for ruleset in policy.rulesets():
+        for compiled in ruleset.compiled:
+            rule = compiled.rule
+            if rule.read != "deny" or compiled.exact:
+                continue
+            anchor = compiled.anchor
+            if is_within(key, anchor):  # the rule sits above (or on) the directory
+                rel = os.path.relpath(key, anchor) if key != anchor else ""
+                for pattern in rule.includes or ("**",):
+                    pattern = pattern.lstrip("/")
+                    if pattern.startswith("**/") or pattern == "**":
+                        found.append(pattern)
+                    elif rel and pattern.startswith(rel + "/"):
+                        found.append(pattern[len(rel) + 1:])
+                    elif not rel:
+                        found.append(pattern)
+            elif is_within(anchor, key):  # the rule sits inside the directory
+                rel = os.path.relpath(anchor, key)
+                found += [f"{rel}/{p.lstrip('/')}" for p in rule.includes] if rule.includes else [rel]
+    return tuple(dict.fromkeys(p for p in found if p and p != "**"))
+
+
+def _instance(pattern: str) -> str:
+    """A path a glob matches (``**/private/**`` -> ``private/x``): a probe for ``validate``."""
+    text = pattern.lstrip("/")
+    text = re.sub(r"\{([^{},]*)(?:,[^{}]*)?\}", r"\1", text)
+    text = re.sub(r"\[!?\^?([^\]])[^\]]*\]", r"\1", text)
+    text = text.replace("**/", "").replace("/**", "/x").replace("**", "x").replace("*", "x").replace("?", "x")
+    return text.rstrip("/") or "x"
+
+
 # ---------------------------------------------------------------- the engine's check
 
 
@@ -180,6 +222,8 @@ def _probes(grant: Grant) -> list[str]:
     found: list[str] = [grant.path]
     for name in (".env", "id_rsa", ".npmrc", "server.pem", "credentials.json"):
         found += [os.path.join(grant.path, name), os.path.join(grant.path, "sub", name)]
+    for pattern in (*grant.denies, *grant.excludes):
+        found.append(os.path.join(grant.path, _instance(pattern)))
     count = 0
     for top, dirs, files in os.walk(grant.path):
         dirs[:] = [d for d in dirs if d not in SKIPPED_DIRS]
@@ -272,7 +316,9 @@ def from_json(session, data: dict) -> TraceResult:
             check = check_directory(path, session.policy, content=group != "git",
                                     skip=SKIPPED_DIRS if group == "workspace" else ())
             why = f"directory not proposed whole: {check.problem}" if check.problem else None
-            grant.excludes = (*check.excludes, *(SKIPPED_DIRS if group == "workspace" else ()))
+            grant.denies = deny_excludes(session.policy, path)
+            grant.excludes = tuple(dict.fromkeys((*check.excludes, *grant.denies,
+                                                  *(SKIPPED_DIRS if group == "workspace" else ()))))
             grant.mount = any(m.get("target") == path for m in data["proposed"].get("mounts", [])
                               if isinstance(m, dict))
         if why:

@@ -311,3 +311,19 @@ def test_enforced_applies_only_checked_grants(t3, isolated_user):
     data = json.loads(done.stdout)
     assert all(r["kind"] == "file" and not r["path"].endswith(".env") for r in data["proposed"]["paths"])
     assert not (api / "stolen.env").exists()  # no round ever saw it
+
+
+def test_apply_refuses_a_hand_made_directory_grant(t3, isolated_user, tmp_path):
+    api = t3["api"]
+    keys = isolated_user / ".ssh"
+    keys.mkdir()
+    (keys / "known_hosts").write_text("host ssh-ed25519 AAAA\n")
+    forged = {"command": ["true"], "exit_code": 0, "user_file": "",
+              "proposed": {"paths": [{"path": "~/.ssh", "group": "config", "kind": "directory"},
+                                     {"path": "/", "group": "store", "kind": "directory"}], "mounts": []}}
+    done = rg("trace", "--json", "--root", str(api), "--apply", "-", cwd=api, home=isolated_user,
+              stdin=json.dumps(forged))
+    assert done.returncode == 0, done.stderr
+    out = json.loads(done.stdout)
+    assert out["proposed"] == 0 and out["written"]["changed"] is False
+    assert {r["path"] for r in out["refused"]} == {str(keys), "/"}

@@ -310,9 +310,9 @@ def from_json(session, data: dict) -> TraceResult:
         path = os.path.realpath(path)
         group = str(item.get("group", "config"))
         kind = "directory" if os.path.isdir(path) else "file"
-        why = refusal(path, session.policy) if kind == "file" else None
+        why = refusal(path, session.policy) if kind == "file" else _directory_refusal(path, group)
         grant = Grant(stable_id(group, path), path, kind, group, int(item.get("files_read", 1) or 1))
-        if kind == "directory":
+        if kind == "directory" and why is None:
             check = check_directory(path, session.policy, content=group != "git",
                                     skip=SKIPPED_DIRS if group == "workspace" else ())
             why = f"directory not proposed whole: {check.problem}" if check.problem else None
@@ -327,6 +327,22 @@ def from_json(session, data: dict) -> TraceResult:
             result.grants.append(grant)
     validate(session, result)
     return result
+
+
+def _directory_refusal(path: str, group: str) -> str | None:
+    """A directory in a proposal only where a trace proposes one: a package store, git's own state, a
+    workspace package; never the file system root or the home folder (``--apply`` takes a person's JSON)."""
+    home = os.path.realpath(os.path.expanduser("~"))
+    if path in ("/", home) or os.path.dirname(path) == "/":
+        return "a directory this broad is never proposed"
+    parts = path.split("/")
+    allowed = {"store": any(m in path for m in ("/node_modules/.pnpm", "/.yarn/cache", "/.pnpm-store")),
+               "git": ".git" in parts or "worktrees" in parts,
+               "workspace": any(os.path.isfile(os.path.join(path, m))
+                                for m in ("package.json", "pyproject.toml", "Cargo.toml", "go.mod"))}
+    if not allowed.get(group, False):
+        return f"a {group} grant names files, not a directory"
+    return None
 
 
 def apply_text(session, text: str) -> dict:

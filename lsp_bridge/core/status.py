@@ -22,43 +22,10 @@ import dataclasses
 import sys
 import types
 import typing
-from typing import TYPE_CHECKING, Any, Literal, TypeVar, Union
+from dataclasses import dataclass
+from typing import Any, Literal, TypeVar, Union
 
 from lsp_bridge.core.settings import Verdict, WorktreeMode
-
-if TYPE_CHECKING:
-    from dataclasses import dataclass as record
-else:
-
-    def record(cls):  # type: ignore[no-redef]
-        """``dataclass``, with one shared ``__init__`` instead of one generated per class.
-
-        The status goes out before anything else at start-up, and generating
-        ``__init__`` source for each class (``exec``) is most of what importing
-        this module costs. Type checkers see a plain dataclass.
-        """
-        cls = dataclasses.dataclass(init=False, repr=False, eq=False)(cls)
-        fields = dataclasses.fields(cls)
-        cls._names = tuple(f.name for f in fields)
-        cls._defaults = {f.name: f.default for f in fields if f.default is not dataclasses.MISSING}
-        cls.__init__ = _record_init
-        return cls
-
-    def _record_init(self, *args, **kwargs):
-        names = self._names
-        if len(args) > len(names):
-            raise TypeError(f"{type(self).__name__} takes {len(names)} arguments, got {len(args)}")
-        values = dict(zip(names, args, strict=False))
-        for name, value in kwargs.items():
-            if name not in names or name in values:
-                raise TypeError(f"{type(self).__name__}: unexpected or repeated argument {name!r}")
-            values[name] = value
-        for name in names:
-            if name not in values:
-                if name not in self._defaults:
-                    raise TypeError(f"{type(self).__name__}: missing argument {name!r}")
-                values[name] = self._defaults[name]
-        self.__dict__.update(values)
 
 STATUS_VERSION = 1
 Operation = Literal["read", "write", "delete", "rename", "metadata"]
@@ -71,7 +38,7 @@ Answer = Literal["allow_once", "allow_session", "always", "deny", "timeout", "no
 # -- rootguard/status ----------------------------------------------------------
 
 
-@record
+@dataclass
 class UnionEntry:
     """One entry of the effective union, and why it is there."""
 
@@ -80,7 +47,7 @@ class UnionEntry:
     reason: str
 
 
-@record
+@dataclass
 class ShadowedEntry:
     """An entry inside another one: it adds nothing to the union."""
 
@@ -90,7 +57,7 @@ class ShadowedEntry:
     reason: str
 
 
-@record
+@dataclass
 class WorktreeEntry:
     """A sibling checkout of a folder's repository and how it participates."""
 
@@ -102,7 +69,7 @@ class WorktreeEntry:
     prunable: bool
 
 
-@record
+@dataclass
 class WideningEntry:
     """One new union entry that made the union larger."""
 
@@ -112,7 +79,7 @@ class WideningEntry:
     kind: WideningKind
 
 
-@record
+@dataclass
 class StatusWarning:
     """An error or warning the window should show."""
 
@@ -121,7 +88,7 @@ class StatusWarning:
     message: str
 
 
-@record
+@dataclass
 class ConfiguredMount:
     """A bind mount found in the configuration or an MCP server's arguments."""
 
@@ -131,7 +98,7 @@ class ConfiguredMount:
     origin: str
 
 
-@record
+@dataclass
 class MountOutsideUnion:
     """A mounted source that lies outside the union."""
 
@@ -139,7 +106,7 @@ class MountOutsideUnion:
     target: str
 
 
-@record
+@dataclass
 class SuggestedMount:
     """One mount of the suggested narrow set."""
 
@@ -152,7 +119,7 @@ class SuggestedMount:
     cause: str | None = None  # the file whose content asked for it (a tsconfig's extends, a link); None: by place
 
 
-@record
+@dataclass
 class RefusedPath:
     """A path a repository's toolchain file asked for that is never mounted (a credential, ``.git``, a device...)."""
 
@@ -161,7 +128,7 @@ class RefusedPath:
     cause: str | None  # the file that asked for it
 
 
-@record
+@dataclass
 class UnrescuableLink:
     """A link whose target cannot be mounted narrowly."""
 
@@ -170,7 +137,7 @@ class UnrescuableLink:
     reason: str
 
 
-@record
+@dataclass
 class FirstPartyLink:
     """A link into a first-party package of the repository."""
 
@@ -179,7 +146,7 @@ class FirstPartyLink:
     via: Literal["link", "store"]  # a link in node_modules, or a package-store entry linking back
 
 
-@record
+@dataclass
 class Mounts:
     """Mount reconciliation: configured mounts against the union, and a narrow set."""
 
@@ -195,7 +162,7 @@ class Mounts:
     refused: list[RefusedPath] = dataclasses.field(default_factory=list)
 
 
-@record
+@dataclass
 class CredentialFile:
     """A file holding credentials, and how many."""
 
@@ -203,7 +170,7 @@ class CredentialFile:
     count: int
 
 
-@record
+@dataclass
 class GitHistory:
     """A git directory newly exposed: its size, commits and deleted sensitive files."""
 
@@ -216,7 +183,7 @@ class GitHistory:
     renamed_sensitive: list[dict[str, str | bool]]  # {"from", "to", "in_tree", "credential_name"}
 
 
-@record
+@dataclass
 class CiIdentity:
     """A cloud identity a CI file names."""
 
@@ -225,7 +192,7 @@ class CiIdentity:
     value: str
 
 
-@record
+@dataclass
 class CiRoles:
     """A CI workflow naming cloud roles."""
 
@@ -235,7 +202,7 @@ class CiRoles:
     capped: bool  # more identities than were kept
 
 
-@record
+@dataclass
 class PackageStore:
     """A package-manager store, reported apart from the file count."""
 
@@ -243,7 +210,7 @@ class PackageStore:
     files: int
 
 
-@record
+@dataclass
 class AddedFiles:
     """The files one added root adds (those of the narrow roots inside it not counted)."""
 
@@ -251,7 +218,7 @@ class AddedFiles:
     files: int
 
 
-@record
+@dataclass
 class Inventory:
     """What the union after the widening exposes that the one before did not."""
 
@@ -272,7 +239,7 @@ class Inventory:
     added_files: list[AddedFiles]  # per added root: the files it adds
 
 
-@record
+@dataclass
 class ConfigPaths:
     """Where this session's configuration lives (the user file may not exist yet)."""
 
@@ -280,7 +247,7 @@ class ConfigPaths:
     project: list[str]
 
 
-@record
+@dataclass
 class AgentEntry:
     """An agent present for the window's folders, and whether Root Guard's hook guards it."""
 
@@ -293,7 +260,7 @@ class AgentEntry:
     note: str  # why it is not guarded ("" when it is)
 
 
-@record
+@dataclass
 class Status:
     """The ``rootguard/status`` notification: what one editor window exposes."""
 
@@ -325,7 +292,7 @@ class Status:
 # -- rootguard/explain -----------------------------------------------------------
 
 
-@record
+@dataclass
 class ExplainParams:
     """``rootguard/explain`` parameters."""
 
@@ -333,7 +300,7 @@ class ExplainParams:
     op: Operation | None = None  # absent: read, write and delete
 
 
-@record
+@dataclass
 class ExplainDecision:
     """The decision for one operation."""
 
@@ -343,7 +310,7 @@ class ExplainDecision:
     reason: str
 
 
-@record
+@dataclass
 class ExplainResult:
     """``rootguard/explain`` result."""
 
@@ -351,7 +318,7 @@ class ExplainResult:
     decisions: list[ExplainDecision]
 
 
-@record
+@dataclass
 class RequestError:
     """A custom request that could not be answered."""
 
@@ -361,7 +328,7 @@ class RequestError:
 # -- rootguard/access --------------------------------------------------------------
 
 
-@record
+@dataclass
 class AccessParams:
     """``rootguard/access`` parameters: a tool asks for an access."""
 
@@ -371,7 +338,7 @@ class AccessParams:
     tool: str | None = None  # who asks, shown in the prompt
 
 
-@record
+@dataclass
 class AccessResult:
     """The answer: ``decision`` is final (a person answered request-level accesses)."""
 

@@ -3,9 +3,8 @@
 pygls answers ``initialize`` itself (an error in it reaches the client) and serves
 with its public ``start_io``. The server module imports pygls and lsprotocol;
 configuration, worktrees, the watcher and detect-secrets are imported when first
-used, and the slow parts run after the first ``rootguard/status`` has gone out
-(``server.on_initialized``). The inventory's own modules are imported before
-serving, so that a folder added right after start-up is scanned at once.
+used, and the slow parts (the inventory's modules among them) run after the first
+``rootguard/status`` has gone out (``server.on_initialized``).
 """
 
 from __future__ import annotations
@@ -21,18 +20,8 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(stream=sys.stderr, level=args.log_level.upper(), format="rootguard: %(levelname)s %(message)s")
     from lsp_bridge.lsp.handlers import server
 
-    _import_what_a_widening_scans_with()
     server.start_io()
     return 0
-
-
-def _import_what_a_widening_scans_with() -> None:
-    """The inventory's own modules (no third-party import), imported with the server's: a
-    folder added right after start-up is scanned at once, without waiting for them."""
-    import lsp_bridge.inventory.ci
-    import lsp_bridge.inventory.history
-    import lsp_bridge.inventory.scan
-    import lsp_bridge.inventory.secrets  # noqa: F401
 
 
 def _parse(argv: list[str]) -> argparse.Namespace:

@@ -141,3 +141,17 @@ def test_time_limit_kills_everything_and_the_temp_folder_is_removed(root, tmp_pa
     assert json.loads(done.stdout)["timed_out"] is True
     assert _alive(f"sleep\x00{marker}") == []
     assert list(temp.iterdir()) == []  # the work folder (strace log, private TMPDIR) is gone
+
+
+def test_no_write_outside_the_union_through_proc_pid_root(root, tmp_path):
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    script = f"for p in /proc/[0-9]*; do echo pwned > $p/root{outside}/escaped 2>/dev/null; done; true"
+    done = trace(root, "sh", "-c", script)
+    assert done.returncode == 0, done.stderr
+    assert not (outside / "escaped").exists()  # every /proc/<pid>/root is the sandbox's own read-only view
+    if os.geteuid() != 0:
+        return  # unprivileged, bubblewrap's user namespace already keeps the host's processes out of reach
+    # Unprotected, as root: the host's /proc hands over every process's root, writable.
+    subprocess.run(bare("sh", "-c", script), capture_output=True, timeout=60)
+    assert (outside / "escaped").read_text() == "pwned\n"

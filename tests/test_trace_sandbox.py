@@ -155,3 +155,52 @@ def test_no_write_outside_the_union_through_proc_pid_root(root, tmp_path):
     # Unprotected, as root: the host's /proc hands over every process's root, writable.
     subprocess.run(bare("sh", "-c", script), capture_output=True, timeout=60)
     assert (outside / "escaped").read_text() == "pwned\n"
+
+
+def _as_nobody() -> list[str]:
+    setpriv = shutil.which("setpriv")
+    if os.geteuid() != 0 or setpriv is None:
+        pytest.skip("needs root to switch to nobody with setpriv")
+    system = "/usr/bin/python3"
+    version = subprocess.run([system, "-c", "import sys; print(sys.version_info[:2])"], capture_output=True,
+                             text=True, timeout=30)
+    if version.stdout.strip() != str(sys.version_info[:2]):
+        pytest.skip("no system Python of the test's version to run rootguard as nobody")
+    import site
+
+    uid = int(subprocess.run(["id", "-u", "nobody"], capture_output=True, text=True, check=True, timeout=30).stdout)
+    path = os.pathsep.join([str(REPO), *site.getsitepackages()])
+    return [setpriv, f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "--", "env", f"PYTHONPATH={path}",
+            f"PATH={os.environ.get('PATH', os.defpath)}", "HOME=/nonexistent", system]
+
+
+def test_as_an_unprivileged_user_the_same_sandbox():
+    prefix = _as_nobody()
+    import tempfile
+
+    base = Path(tempfile.mkdtemp(prefix="rg-trace-nobody-", dir="/tmp"))
+    try:
+        os.chmod(base, 0o777)
+        root, outside = base / "app", base / "outside"
+        root.mkdir(mode=0o777)
+        outside.mkdir(mode=0o777)
+        os.chmod(root, 0o777)
+        os.chmod(outside, 0o777)
+        user = base / "user.toml"
+        user.write_text("version = 2\n")
+        os.chmod(user, 0o644)
+        script = (f"ls /proc | grep -c '^[0-9]'; for p in /proc/[0-9]*; do echo pwned > $p/root{outside}/escaped "
+                  "2>/dev/null; done; true")
+        done = subprocess.run([*prefix[:-1], f"ROOTGUARD_CONFIG={user}", prefix[-1], "-m", "lsp_bridge.cli.main",
+                               "trace", "--json", "--root", str(root), "--", "sh", "-c", script],
+                              capture_output=True, text=True, timeout=120, cwd=str(base))
+        if done.returncode == 125:
+            pytest.skip(f"tracing is not possible as nobody here: {done.stderr.strip()}")
+        assert done.returncode == 0, done.stderr
+        assert int(done.stderr.strip().splitlines()[0]) < 10  # its own PID namespace, as nobody too
+        assert not (outside / "escaped").exists()
+        host = subprocess.run([*prefix[:-1], *bare("sh", "-c", "ls /proc | grep -c '^[0-9]'")], capture_output=True,
+                              text=True, timeout=60)
+        assert int(host.stdout) > 10  # unprotected: every process of the machine
+    finally:
+        shutil.rmtree(base, ignore_errors=True)

@@ -28,7 +28,8 @@ whole sandbox, then ``remedy()`` undoes what it can on the host (nothing is
 deleted: a protected name created in a writable tree (a configuration or auto-run
 file, a ``.git``: what acts on the next session) is renamed aside,
 ``NAME.rootguard-held-<time>``, for the person to look at; a renamed ancestor is
-renamed back when its name is free; any other file stays where it is). Who made a
+renamed back, after whatever took its name during the run is renamed aside the same
+way; any other file stays where it is). Who made a
 name cannot be told from the host (the person may have made it meanwhile): the
 message names it either way.
 """
@@ -66,7 +67,8 @@ class SandboxWatch:
         self.hides = hides
         self.on_violation = on_violation
         self.violation: tuple[str, str] | None = None
-        self._remedies: list[tuple[str, str]] = []  # (what to rename, to what)
+        # (what to rename, to what, whether what now holds that name was made during the run: set it aside)
+        self._remedies: list[tuple[str, str, bool]] = []
         self._lock = threading.Lock()
         self._observer: Any = None
         self._trees: list[str] = []  # watched recursively: ``caught_up`` marks each
@@ -114,7 +116,7 @@ class SandboxWatch:
             self._fire(src, f"{what}; the mask no longer covered it")
         elif kind == "moved" and src in self.ancestors:
             self._fire(src, f"it was renamed to {dest}, carrying {self.ancestors[src]} out from under its rule",
-                       (dest, src))
+                       (dest, src, True))
         elif kind in ("created", "moved"):
             made = dest if kind == "moved" else src
             if HELD_SUFFIX in os.path.basename(made):
@@ -122,7 +124,7 @@ class SandboxWatch:
             refusal = self.refuses(made) if any(is_within(made, t) for t in self.writable) else None
             if refusal is not None and refusal[1]:  # a protected name: it acts on the next session
                 self._fire(made, f"it was created while the command ran, where the policy does not let it "
-                                 f"write ({refusal[0]})", (made, _held_name(made)))
+                                 f"write ({refusal[0]})", (made, _held_name(made), False))
                 return
             hidden = self.hides(made)
             if hidden is not None:
@@ -132,7 +134,7 @@ class SandboxWatch:
                 self._fire(made, f"it was created while the command ran, where the policy does not let it "
                                  f"write ({refusal[0]})")
 
-    def _fire(self, path: str, what: str, remedy: tuple[str, str] | None = None) -> None:
+    def _fire(self, path: str, what: str, remedy: tuple[str, str, bool] | None = None) -> None:
         with self._lock:
             if remedy is not None:
                 self._remedies.append(remedy)
@@ -170,9 +172,17 @@ class SandboxWatch:
         done: list[str] = []
         with self._lock:
             remedies = list(self._remedies)
-        for current, wanted in remedies:
+        for current, wanted, displace in remedies:
             if not os.path.lexists(current):
                 continue
+            if os.path.lexists(wanted) and displace:  # the renamed ancestor's name was taken during the run
+                aside = _held_name(wanted)
+                try:
+                    os.rename(wanted, aside)
+                except OSError as err:
+                    done.append(f"could not rename {wanted} to {aside}: {err.strerror or err}")
+                    continue
+                done.append(f"renamed {wanted}, made while the command ran, to {aside}")
             if os.path.lexists(wanted):
                 done.append(f"left {current} where it is: {wanted} exists")
                 continue

@@ -19,10 +19,6 @@ import pytest
 
 pytestmark = pytest.mark.timeout(120)
 
-# Issue 29 point 5 is under way: the class-size check below reports their offenders (`pytest -rx`) without failing
-# the suite until the splits have landed. Remove this marker from each check as soon as it passes.
-IN_PROGRESS = pytest.mark.xfail(reason="issue 29 point 5: splits under way (offenders listed)", strict=False)
-
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("lsp_bridge", "tray")
 MAX_MODULE_LINES = 600
@@ -113,7 +109,6 @@ def test_no_module_over_600_lines() -> None:
     )
 
 
-@IN_PROGRESS
 def test_no_class_over_350_lines() -> None:
     over = []
     for path in _sources():

@@ -32,7 +32,7 @@ import sys
 import time
 import uuid
 import warnings
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlparse
@@ -219,7 +219,7 @@ class GuardedServer:
                     outcome = await self._approval(ctx, params, plan, state, modern)
                 except anyio.get_cancelled_exc_class():  # the client gave up waiting: still one line for it
                     with anyio.CancelScope(shield=True):
-                        await anyio.to_thread.run_sync(self._log_cancelled, tools, plan)
+                        await anyio.to_thread.run_sync(_log_cancelled, tools, plan)
                     raise
                 if isinstance(outcome, Deferred):
                     return outcome.value
@@ -236,19 +236,13 @@ class GuardedServer:
 
     async def _approval(self, ctx, params, plan: Plan, state, modern: bool) -> Outcome | Deferred:
         """The one approval service's answer for a request-level plan (or a question deferred to the client)."""
-        preview = await anyio.to_thread.run_sync(self._preview, plan)  # what a write changes, for the tray
+        env = self.tools.session.env
+        preview = await anyio.to_thread.run_sync(_preview, plan, env)  # what a write changes, for the tray
         request = ApprovalRequest(plan.tool, plan.operation, targets_of(plan.approval_targets()),
                                   plan.rule, plan.reason, plan.describe(), preview=preview)
         if state is not None and state.kind == "approval":  # the retried call brings the answer
             return self.approvals.answered(request, self._client_answer(params, plan, state), CLIENT)
         return await self.approvals.ask(request, self._client_step(ctx, plan, modern), approver=CLIENT)
-
-    @staticmethod
-    def _log_cancelled(tools: FileTools, plan: Plan) -> None:
-        try:
-            tools.reject(plan, "cancelled", f"the client cancelled the call while it waited for approval ({plan.reason})")
-        except ToolError:  # the log itself failed: the server's log says so
-            log.warning("%s: the cancelled call's audit line could not be written", plan.correlation_id)
 
     def _decide_quickly(self, tools: FileTools, name: str, arguments: dict,
                         caller: Caller) -> Plan | dict[str, Any] | None:
@@ -408,29 +402,6 @@ class GuardedServer:
         answer = (params.input_responses or {}).get(APPROVAL_KEY)
         return Reply(_elicited(answer) if isinstance(answer, types.ElicitResult) else "deny")
 
-    def _preview(self, plan) -> str | None:
-        """What a write or edit changes, for the prompt (never sent to the agent)."""
-        from lsp_bridge.approvals.preview import is_config_file, write_preview
-        from lsp_bridge.core.config import user_config_path
-        from lsp_bridge.mcp.file_tools import apply_edits
-
-        if plan.tool not in ("write_file", "edit_file") or not plan.accesses or plan.accesses[0].resolved is None:
-            return None
-        path = plan.accesses[0].resolved.canonical
-        before = _read_for_preview(path)
-        try:
-            if plan.tool == "write_file":
-                after = plan.args["content"]
-            elif before is None:
-                return None
-            else:
-                after = apply_edits(before, plan.args["edits"], os.path.basename(path))
-            user_file = user_config_path(self.tools.session.env)
-            return write_preview(path, before, after, config=is_config_file(path, user_file))
-        except Exception:  # noqa: BLE001 - an edit that will fail anyway, an odd file: the prompt goes without a preview
-            log.debug("no preview for %s", path, exc_info=True)
-            return None
-
     def _remember(self, pending: _Pending) -> str:
         while len(self._pending) >= MAX_PENDING:
             self._pending.pop(next(iter(self._pending)))
@@ -508,6 +479,37 @@ def _offers_roots(ctx) -> bool:
 def _offers_elicitation(ctx) -> bool:
     caps = ctx.session.client_capabilities
     return caps is not None and caps.elicitation is not None
+
+
+def _log_cancelled(tools: FileTools, plan: Plan) -> None:
+    try:
+        tools.reject(plan, "cancelled", f"the client cancelled the call while it waited for approval ({plan.reason})")
+    except ToolError:  # the log itself failed: the server's log says so
+        log.warning("%s: the cancelled call's audit line could not be written", plan.correlation_id)
+
+
+def _preview(plan, env: Mapping[str, str]) -> str | None:
+    """What a write or edit changes, for the prompt (never sent to the agent)."""
+    from lsp_bridge.approvals.preview import is_config_file, write_preview
+    from lsp_bridge.core.config import user_config_path
+    from lsp_bridge.mcp.file_tools import apply_edits
+
+    if plan.tool not in ("write_file", "edit_file") or not plan.accesses or plan.accesses[0].resolved is None:
+        return None
+    path = plan.accesses[0].resolved.canonical
+    before = _read_for_preview(path)
+    try:
+        if plan.tool == "write_file":
+            after = plan.args["content"]
+        elif before is None:
+            return None
+        else:
+            after = apply_edits(before, plan.args["edits"], os.path.basename(path))
+        user_file = user_config_path(env)
+        return write_preview(path, before, after, config=is_config_file(path, user_file))
+    except Exception:  # noqa: BLE001 - an edit that will fail anyway, an odd file: the prompt goes without a preview
+        log.debug("no preview for %s", path, exc_info=True)
+        return None
 
 
 def _read_for_preview(path: str, limit: int = 1 << 20) -> str | None:

@@ -111,7 +111,7 @@ class _Builder:
         self.unenforceable: list[Unenforceable] = []
         self.notes: list[str] = []
         self.dark: list[str] = []  # union entries the command may not read (walked for what it may)
-        self.user_file = self._user_file()
+        self.user_file = _user_file(session)
         self.settings = settings_of(session)
 
     # -- decisions ------------------------------------------------------------
@@ -119,14 +119,6 @@ class _Builder:
     def decide(self, op: str, path: str) -> Decision:
         inode, nlink = inspect(path)
         return self.policy.decide_target(op, Target(path, inode=inode, nlink=nlink))
-
-    def _user_file(self) -> str:
-        for _, config in self.session.configs():
-            if config.user_file:
-                return config.user_file
-        from lsp_bridge.core.config import user_config_path
-
-        return user_config_path(self.session.env)
 
     def grant_hint(self, path: str) -> str:
         if any(is_within(path, c) for c in self.session.scope.request_checkouts()):
@@ -173,7 +165,7 @@ class _Builder:
         home = private_areas(self)
         interpreter, shim = self.shim() if self.landlock else (None, None)
         ops = sorted(self.ops, key=lambda op: depth(op.target))
-        ro, rw = self.landlock_lists(ops, interpreter)
+        ro, rw = _landlock_lists(self.system, ops)
         # Parents before children (a stable sort: the system part first at equal depth), so a
         # union entry at / or /tmp (version 1 meanings) goes under /proc, /dev and the masks.
         ordered = sorted(self.system + ops, key=lambda op: depth(op.target))
@@ -194,7 +186,7 @@ class _Builder:
             interpreter=interpreter,
             shim_source=shim,
             notes=tuple(self.notes),
-            guarded=self.guarded(),
+            guarded=_guarded(self.policy, self.session, self.ops),
             home=home,
             # [workspace] git: how git finds the repository, or why it may not
             env=(("ROOTGUARD_SANDBOX", "1"), *sandbox_dirs(home).items(), *git),
@@ -419,18 +411,6 @@ class _Builder:
         write = self.decide("write", path)
         return write.decision == "allow" and write.rule_source == "git"
 
-    def guarded(self) -> tuple[str, ...]:
-        """The visible trees (union entries, rules' anchors) where a rule that hides or asks could name
-        a file made while the command runs: the runner watches them for one."""
-        hiding = [c.anchor for ruleset in self.policy.rulesets() for c in ruleset.compiled
-                  if c.verdict("read") in ("deny", "request")]
-        scope = self.session.scope
-        hiding += [e.path for e in scope.approval_only.entries] + list(scope.request_checkouts())
-        hiding += [p for p in self.policy.areas.admin_dirs]
-        trees = [op.target for op in self.ops if op.kind in ("bind", "ro-bind") and op.reason.startswith(
-            ("union entry", "rule", "single-file grant"))]
-        return tuple(t for t in trees if any(is_within(a, t) or is_within(t, a) for a in hiding))
-
     def chdir(self) -> str:
         if self.cwd:
             try:
@@ -458,15 +438,6 @@ class _Builder:
         self.ops.append(MountOp("ro-bind", SHIM_TARGET, source, "the Landlock exec shim, read-only"))
         return interpreter, source
 
-    def landlock_lists(self, ops: Sequence[MountOp], interpreter: str | None) -> tuple[tuple[str, ...], tuple[str, ...]]:
-        ro: list[str] = [op.target for op in self.system if op.kind == "ro-bind"] + ["/proc"]
-        rw: list[str] = ["/dev", "/tmp", *(op.target for op in self.system if op.kind == "tmpfs")]
-        for op in ops:
-            if op.kind == "bind":
-                rw.append(op.target)
-            elif op.kind == "ro-bind":
-                ro.append(op.target)
-        return tuple(dict.fromkeys(ro)), tuple(dict.fromkeys(rw))
 
 
 def watch_judges(session) -> tuple[Callable[[str], tuple[str, bool] | None], Callable[[str], str | None]]:
@@ -490,6 +461,41 @@ def watch_judges(session) -> tuple[Callable[[str], tuple[str, bool] | None], Cal
         return None if decision.decision == "allow" else f"{decision.decision}: {decision.reason}"
 
     return refuses, hides
+
+
+def _user_file(session) -> str:
+    """The user configuration file a grant hint names (the one in force, else where it would be)."""
+    for _, config in session.configs():
+        if config.user_file:
+            return config.user_file
+    from lsp_bridge.core.config import user_config_path
+
+    return user_config_path(session.env)
+
+
+def _landlock_lists(system: Sequence[MountOp], ops: Sequence[MountOp]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """What the Landlock shim allows inside: the system mounts, /proc, /dev, /tmp and every bind."""
+    ro: list[str] = [op.target for op in system if op.kind == "ro-bind"] + ["/proc"]
+    rw: list[str] = ["/dev", "/tmp", *(op.target for op in system if op.kind == "tmpfs")]
+    for op in ops:
+        if op.kind == "bind":
+            rw.append(op.target)
+        elif op.kind == "ro-bind":
+            ro.append(op.target)
+    return tuple(dict.fromkeys(ro)), tuple(dict.fromkeys(rw))
+
+
+def _guarded(policy, session, ops: Sequence[MountOp]) -> tuple[str, ...]:
+    """The visible trees (union entries, rules' anchors) where a rule that hides or asks could name
+    a file made while the command runs: the runner watches them for one."""
+    hiding = [c.anchor for ruleset in policy.rulesets() for c in ruleset.compiled
+              if c.verdict("read") in ("deny", "request")]
+    scope = session.scope
+    hiding += [e.path for e in scope.approval_only.entries] + list(scope.request_checkouts())
+    hiding += [p for p in policy.areas.admin_dirs]
+    trees = [op.target for op in ops if op.kind in ("bind", "ro-bind") and op.reason.startswith(
+        ("union entry", "rule", "single-file grant"))]
+    return tuple(t for t in trees if any(is_within(a, t) or is_within(t, a) for a in hiding))
 
 
 def _names(compiled, path: str) -> bool:

@@ -32,7 +32,7 @@ def _skeletons(builder) -> None:
     for op in builder.ops:
         if op.target != TMP and is_within(op.target, TMP):
             first = os.path.join(TMP, os.path.relpath(op.target, TMP).split(os.sep)[0])
-            if first != op.target and builder.state.get(first) is None:
+            if first != op.target and builder.state_at(first) is None:  # not inside a tree (/tmp itself a root)
                 firsts[first] = None
     for first in firsts:
         builder.system.append(MountOp("skeleton", first, reason="system: read-only skeleton above a root "

@@ -83,6 +83,14 @@ def test_a_project_file_cannot_grant_git_only_narrow_it(tmp_path, repo):
     assert decision["decision"] == "deny" and decision["rule"] == "git-read", decision
 
 
+def test_granting_git_is_a_loosening_held_like_any_other():
+    from lsp_bridge.core.config import loosening
+    from lsp_bridge.core.settings import Config
+
+    assert loosening(Config(git="none"), Config(git="read")) == ["workspace.git = 'read' (was 'none')"]
+    assert loosening(Config(git="write"), Config(git="read")) == []
+
+
 def test_the_engine_decides_the_git_directory_with_named_git_rules(tmp_path, repo):
     config = user_file(tmp_path, "write")
     root = str(narrow(repo))
@@ -179,6 +187,8 @@ def test_files_outside_the_root_are_not_checked_out_here_never_deleted(tmp_path,
     """The rest of the checkout is absent inside: git treats it as not checked out (a private index),
     so `git add -A` / `git commit -a` from the narrow root cannot record the repository as removed."""
     (narrow(repo) / "src" / "index.ts").write_text("export const api = 5;\n")
+    make_repo(narrow(repo) / "vendored", {"g": "1\n"})  # a repository nested in the root, ignored by shop
+    (repo / ".git" / "info" / "exclude").write_text("vendored/\n")
     # What the same commands do when the rest of the checkout is absent and nothing helps git:
     # everything outside the root is committed as deleted (a copy without packages/db and README.md).
     bare = tmp_path / "unhelped"
@@ -192,9 +202,11 @@ def test_files_outside_the_root_are_not_checked_out_here_never_deleted(tmp_path,
                     "git status --short; git add -A && git commit -q -am 'only the root' && echo committed; "
                     f"git -C {narrow(repo)} status --short; echo clean; "
                     "cd /tmp && git init -q other && cd other && echo 1 > f && git add f && "
-                    "git commit -q -m other && echo other-repo-ok")
+                    "git commit -q -m other && echo other-repo-ok; "
+                    f"cd {narrow(repo)}/vendored && echo 2 > g && git status --short && echo nested-repo-ok")
     assert result.stdout.splitlines()[0] == " M src/index.ts", result
     assert "committed" in result.stdout and "other-repo-ok" in result.stdout, result
+    assert result.stdout.rstrip().endswith(" M g\nnested-repo-ok"), result  # a nested repository: its own index
     assert result.stdout.split("committed\n")[1].startswith("clean"), result  # nothing left after the commit
     assert git(repo, "show", "--name-status", "--format=", "HEAD").split() == ["M", "packages/api/src/index.ts"]
     assert git(repo, "status", "--short") == ""  # the host's index follows the commit

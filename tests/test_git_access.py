@@ -233,6 +233,14 @@ def test_none_makes_git_fail_with_one_line_naming_the_setting(tmp_path, repo):
 
 
 @needs_bwrap
+def test_none_leaves_git_working_in_a_repository_a_root_holds(tmp_path, repo):
+    other = make_repo(tmp_path / "tools", {"t.sh": "echo\n"})
+    result = cli(user_file(tmp_path, None), "run", "--root", str(narrow(repo)), "--root", str(other), "--",
+                 "/bin/sh", "-c", f"git -C {other} log --format=%s; git status; echo status=$?", cwd=narrow(repo))
+    assert result.stdout.startswith("initial\n") and "status=128" in result.stdout, result
+
+
+@needs_bwrap
 def test_a_linked_worktree_finds_its_repository_from_a_narrow_root(tmp_path, repo):
     linked = tmp_path / "shop-feature"
     git(repo, "worktree", "add", "-q", "-b", "feature", str(linked))

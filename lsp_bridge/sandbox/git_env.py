@@ -11,7 +11,11 @@ sets the environment of the command, for the checkout the command starts in:
 * ``git = "none"`` and the git directory not visible (a narrow root): ``GIT_DIR`` names a
   path that cannot exist (``/`` is read-only inside) whose text is the one-line reason and
   how to grant git, so every git command fails with
-  ``fatal: not a git repository: '/rootguard: git access is not granted ...'``;
+  ``fatal: not a git repository: '/rootguard: git access is not granted ...'`` (unless
+  another root holds its repository's git directory, which ``GIT_DIR`` would hide: then git
+  only says it finds no repository);
+* ``read`` or ``write`` from a narrow root: the ``git-wrapper/git`` script first on ``PATH``
+  (its private index: docs/confinement.md, "git");
 * the git directory already inside a root (the repository's top level is a root): nothing
   is set; git finds it, read-only unless ``git = "write"``.
 
@@ -41,7 +45,7 @@ def git_env(grants: tuple[GitGrant, ...], chdir: str, visible: Callable[[str], b
     if grant is None:
         return (), False
     if grant.mode == "none":
-        if visible(grant.git_dir):
+        if any(visible(g.git_dir) for g in grants):  # GIT_DIR would also break the repository a root holds
             return (), False
         return (("GIT_DIR", not_granted_line(grant.mode, user_file)),), False
     if not visible(grant.git_dir):

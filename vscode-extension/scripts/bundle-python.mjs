@@ -29,17 +29,38 @@ const current = existsSync(stamp) ? readFileSync(stamp, 'utf8').trim() : '';
 if (current !== digest) {
   rmSync(libs, { recursive: true, force: true });
   mkdirSync(libs, { recursive: true });
-  const args = [
-    '-m', 'pip', 'install', '--quiet', '--disable-pip-version-check', '--no-compile',
-    '--target', libs, '--no-deps', '--only-binary', ':all:', '--implementation', 'py', '--abi', 'none',
-    '--python-version', '3.11', '--platform', 'any', '--platform', 'manylinux2014_x86_64',
-    '--requirement', requirements,
-  ];
-  console.log(`bundle-python: ${python} ${args.join(' ')}`);
-  const done = spawnSync(python, args, { stdio: 'inherit' });
-  if (done.status !== 0) {
-    console.error(`bundle-python: pip failed (${done.error?.message ?? `exit ${done.status}`})`);
-    process.exit(1);
+  // PyYAML publishes no pure wheel, but its package falls back to pure Python by itself when its
+  // C extension does not load (yaml.__with_libyaml__ is then False): its CPython 3.11 wheel is
+  // installed and the extension removed, so the bundle stays pure Python for every version.
+  const lines = readFileSync(requirements, 'utf8').split('\n');
+  const fallback = lines.filter((line) => /^pyyaml==/i.test(line.trim()));
+  const pure = join(libs, '.requirements-pure.txt');
+  writeFileSync(pure, lines.filter((line) => !fallback.includes(line)).join('\n'));
+  const install = (tags, requirement) => {
+    const args = [
+      '-m', 'pip', 'install', '--quiet', '--disable-pip-version-check', '--no-compile',
+      '--target', libs, '--no-deps', '--only-binary', ':all:', ...tags,
+      '--python-version', '3.11', '--platform', 'any', '--platform', 'manylinux2014_x86_64', ...requirement,
+    ];
+    console.log(`bundle-python: ${python} ${args.join(' ')}`);
+    const done = spawnSync(python, args, { stdio: 'inherit' });
+    if (done.status !== 0) {
+      console.error(`bundle-python: pip failed (${done.error?.message ?? `exit ${done.status}`})`);
+      process.exit(1);
+    }
+  };
+  install(['--implementation', 'py', '--abi', 'none'], ['--requirement', pure]);
+  rmSync(pure, { force: true });
+  if (fallback.length) {
+    install(['--implementation', 'cp', '--abi', 'cp311', '--platform', 'manylinux_2_17_x86_64'], fallback.map((l) => l.trim()));
+    for (const dir of ['yaml', '_yaml']) {
+      const where = join(libs, dir);
+      for (const entry of existsSync(where) ? readdirSync(where) : []) {
+        if (/\.(so|pyd)$/.test(entry)) {
+          rmSync(join(where, entry), { force: true });
+        }
+      }
+    }
   }
   for (const extra of ['bin', '__pycache__']) {
     rmSync(join(libs, extra), { recursive: true, force: true }); // console scripts point at the build machine's Python

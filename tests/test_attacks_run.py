@@ -646,3 +646,12 @@ def test_sandbox_settings_merge_and_loosening(tmp_path):
     reasons = loosening(config, wider)
     assert "sandbox.env grants more environment variables" in reasons and "sandbox.processes raised" in reasons
     assert not [r for r in loosening(wider, config) if r.startswith("sandbox.")]  # the way back only narrows
+
+
+def test_seccomp_filter_fails_closed_on_an_unknown_architecture():
+    from lsp_bridge.sandbox import seccomp
+
+    for arch in ("x86_64", "aarch64"):
+        assert len(seccomp.program(arch)) % 8 == 0 and seccomp.program(arch)
+    with pytest.raises(seccomp.SeccompError, match="no seccomp filter for the 'riscv64' architecture"):
+        seccomp.program("riscv64")

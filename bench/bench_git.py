@@ -15,7 +15,10 @@ command's own cost: bubblewrap + the Landlock shim + COMMAND), and through the w
 then five runs in one shell inside and outside (the per-command cost without the fixed start-up).
 Reports both figures and the ratio against outside (target: inside/outside <= 1.2x).
 
-Run: ``.venv/bin/python bench/bench_git.py [--rounds N] [--files N] [--modules N]``
+``--dir CHECKOUT --narrow REL`` measures an existing repository instead (nothing is written
+there but the compiled files ``compileall`` writes below ``REL``).
+
+Run: ``.venv/bin/python bench/bench_git.py [--rounds N] [--files N] [--modules N] [--dir CHECKOUT --narrow REL]``
 """
 
 from __future__ import annotations
@@ -86,7 +89,11 @@ def main() -> int:
     parser.add_argument("--files", type=int, default=20_000)
     parser.add_argument("--modules", type=int, default=300)
     parser.add_argument("--commits", type=int, default=20)
+    parser.add_argument("--dir", help="an existing checkout to measure instead of the built one")
+    parser.add_argument("--narrow", default="packages/api", help="the narrow root, relative to --dir")
     args = parser.parse_args()
+    if args.dir and not os.path.isdir(os.path.join(args.dir, args.narrow)):
+        parser.error(f"--dir {args.dir} --narrow {args.narrow}: not a directory")
     if shutil.which("bwrap") is None:
         print("bench: bubblewrap is not installed (scripts/bootstrap.sh installs it)")
         return 1
@@ -99,16 +106,21 @@ def main() -> int:
         with open(env["ROOTGUARD_CONFIG"], "w") as handle:
             handle.write('version = 2\n[workspace]\ngit = "read"\n')
         started = time.perf_counter()
-        repo, api = build(base, args.files, args.modules, args.commits, env)
-        print(f"built {args.files} tracked files, {args.modules} modules, {args.commits} commits "
-              f"in {time.perf_counter() - started:.1f} s; narrow root: packages/api; git = \"read\"")
+        if args.dir:
+            repo = os.path.realpath(args.dir)
+            api = os.path.join(repo, args.narrow)
+            print(f"measuring {repo}; narrow root: {args.narrow}; git = \"read\"")
+        else:
+            repo, api = build(base, args.files, args.modules, args.commits, env)
+            print(f"built {args.files} tracked files, {args.modules} modules, {args.commits} commits "
+                  f"in {time.perf_counter() - started:.1f} s; narrow root: packages/api; git = \"read\"")
         python = shutil.which("python3", path="/usr/bin:/bin")  # a system Python: visible inside the sandbox
         if python is None:
             print("bench: no /usr/bin/python3 for the typecheck-like command")
             return 1
         commands = {
             "git status": ["git", "status", "--short"],
-            "compileall": [python, "-m", "compileall", "-q", "-f", "api"],
+            "compileall": [python, "-m", "compileall", "-q", "-f", "api" if not args.dir else "."],
         }
         summary = []
         for label, command in commands.items():

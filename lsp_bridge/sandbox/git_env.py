@@ -60,7 +60,8 @@ def git_env(grants: tuple[GitGrant, ...], chdir: str, visible: Callable[[str], b
     inside = [t for t in trees if is_within(t, top) and not is_within(t, grant.common_dir)
               and not is_within(t, grant.git_dir)]
     real = shutil.which("git", path=path)
-    if top in inside or not inside or real is None or not visible(os.path.realpath(real)):
+    usable = os.access(os.path.join(WRAPPER_SOURCE, "git"), os.X_OK)  # an install that lost the mode: plain git
+    if top in inside or not inside or real is None or not visible(os.path.realpath(real)) or not usable:
         return tuple(env), False  # the whole checkout is visible: git needs no help
     paths = ":".join(relative_to(t, top) for t in inside)
     env += [("ROOTGUARD_GIT", grant.mode), ("ROOTGUARD_GIT_TOP", top), ("ROOTGUARD_GIT_REAL", os.path.realpath(real)),

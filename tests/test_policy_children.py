@@ -264,3 +264,32 @@ def test_one_shared_verdict_only_where_no_child_can_differ(tmp_path):
         "read", str(big), sorted(os.listdir(big)), tools.grants), strict=True))
     assert big_verdicts["named.ts"] == "deny" and big_verdicts["ruled"] == "request" and big_verdicts["f10.ts"] == "allow"
     assert set(tools.policy.decide_children("read", str(plain), sorted(os.listdir(plain)), tools.grants)) == {"allow"}
+
+
+def test_a_kept_listing_takes_grants_made_after_it_and_hard_links_are_decided_afresh(tmp_path):
+    """``decide_children`` keeps a listing's verdicts before grants: a session grant made after the
+    listing was kept lifts its child at the next listing; a listing with a hard-linked file is
+    decided afresh for reads (the hard-link index changes with the disk), as each entry is."""
+    repo = Path(os.path.realpath(tmp_path)) / "repo"
+    vault = repo / "vault"
+    vault.mkdir(parents=True)
+    for index in range(5):
+        (vault / f"v{index}.txt").write_text("x\n")
+    os.link(vault / "v0.txt", vault / "v0-link.txt")
+    config = tmp_path / "user.toml"
+    config.write_text(f'version = 2\n[[paths]]\nid = "vault"\npath = "{vault}"\npolicies = {{ read = "request" }}\n')
+    tools = FileTools([str(repo)], env={"ROOTGUARD_CONFIG": str(config), "HOME": str(tmp_path)})
+    names = sorted(n for n in os.listdir(vault) if n != "v0-link.txt")
+    first = tools.policy.decide_children("read", str(vault), names, tools.grants)
+    assert set(first) == {"request"}
+    assert tools.policy.decide_children("read", str(vault), list(names), tools.grants) == first  # kept
+    tools.grants.add([("read", str(vault / "v2.txt"))])
+    again = dict(zip(names, tools.policy.decide_children("read", str(vault), names, tools.grants), strict=True))
+    assert again["v2.txt"] == "allow" and again["v1.txt"] == "request"
+    every = sorted(os.listdir(vault))
+    seen = [inspect(os.path.join(vault, n)) for n in every]
+    for _ in range(2):
+        full = [engine(tools, "read", Target(os.path.join(vault, n), inode=i, nlink=k))
+                for n, (i, k) in zip(every, seen, strict=True)]
+        assert tools.policy.decide_children("read", str(vault), every, tools.grants, seen) == full
+    assert len(tools.policy._listings) == 1  # only the listing without a hard link was kept

@@ -80,6 +80,7 @@ __all__ = [  # the engine's records live in core/decision.py; callers may import
 ]
 
 _KNOWN_OPERATIONS = frozenset(OPERATIONS)
+LISTINGS_KEPT = 256  # listings whose verdicts are kept (decide_children); each holds its names
 
 
 def _one_need(need: str, decision: Decision, granted: Container[tuple[str, str]]) -> ItemDecision:
@@ -127,6 +128,8 @@ class Policy:
             (os.path.normpath(e.given), e.path) for e in scope.union.entries if os.path.normpath(e.given) != e.path
         )
         self._memo: DecisionMemo[Decision] = DecisionMemo(memo_size)  # 0: nothing kept (benchmarks, tests)
+        # A listing's verdicts, kept as its entries' are (fewer: each holds a whole directory's names).
+        self._listings: DecisionMemo[tuple[Verdict, ...]] = DecisionMemo(min(memo_size, LISTINGS_KEPT))
 
     @cached_property
     def hardlinks(self) -> HardLinkIndex:
@@ -364,14 +367,32 @@ class Policy:
         ``directory`` is canonical and every name is an entry that is not a symbolic
         link, so each child's canonical path is ``directory/name``; ``files`` gives each
         name's ``(inode, nlink)`` as ``inspect`` would (None: one link, no inode).
+
+        The verdicts before grants are kept per (operation, directory, names, ``files``) while
+        this policy lives, as ``decide_target`` keeps each entry's: an unchanged listing is not
+        decided entry by entry again. Not kept when a read asks the hard-link index.
         """
         if op not in NEEDS:
             raise PolicyInputError(f"unknown operation {op!r} for a listing")
         base = directory if directory.endswith(os.sep) else directory + os.sep
-        if files is None:
-            return [self.decide_granted(op, Target(base + name), granted) for name in names]
-        return [self.decide_granted(op, Target(base + name, inode=inode, nlink=nlink), granted)
-                for name, (inode, nlink) in zip(names, files, strict=True)]
+        names = tuple(names)
+        stats = None if files is None else tuple(files)
+        key = (op, base, names, stats)
+        verdicts = self._listings.get(key)
+        if verdicts is None:
+            if stats is None:
+                targets = [Target(base + name) for name in names]
+            else:
+                targets = [Target(base + name, inode=inode, nlink=nlink)
+                           for name, (inode, nlink) in zip(names, stats, strict=True)]
+            verdicts = tuple(self.decide_target(op, target).decision for target in targets)
+            if not (NEEDS[op] == "read" and any(t.nlink > 1 for t in targets)):
+                self._listings.put(key, verdicts)
+        if not granted or "request" not in verdicts:
+            return list(verdicts)
+        need = NEEDS[op]  # as decide_granted: a child's decision path is base + name (no link on the way)
+        return ["allow" if v == "request" and (need, base + name) in granted else v
+                for v, name in zip(verdicts, names, strict=True)]
 
     def _as_target(self, path: str | Target) -> Target:
         return path if isinstance(path, Target) else self.resolve(path)

@@ -152,6 +152,8 @@ def test_read_lets_status_log_and_diff_work_from_a_narrow_root_and_nothing_be_wr
     assert result.stdout.splitlines()[0] == " M src/index.ts" and plain.stdout.strip() in result.stdout
     assert "initial" in result.stdout and "1 file changed" in result.stdout
     assert "add=128" in result.stdout and "Read-only file system" in result.stderr
+    assert result.stderr.splitlines()[-1].startswith(
+        'rootguard: the git directory is read-only in this sandbox ([workspace] git = "read")'), result.stderr
     assert git(repo, "diff", "--cached", "--name-only") == ""
 
 
@@ -230,6 +232,17 @@ def test_none_makes_git_fail_with_one_line_naming_the_setting(tmp_path, repo):
     assert len(lines) == 1, result.stderr
     assert '[workspace] git = "none"' in lines[0] and str(config) in lines[0]
     assert 'git = "read" or "write"' in lines[0]
+
+
+@needs_bwrap
+def test_none_at_the_repository_root_reads_and_says_why_a_commit_fails(tmp_path, repo):
+    config = user_file(tmp_path, None)
+    (repo / "README.md").write_text("changed\n")
+    result = run_in(config, repo, "git status --short; git log --oneline; git commit -qam x; echo commit=$?")
+    assert result.stdout.startswith(" M README.md\n") and "initial" in result.stdout, result
+    assert "commit=128" in result.stdout, result
+    last = result.stderr.strip().splitlines()[-1]
+    assert '[workspace] git = "none"' in last and 'set [workspace] git = "write"' in last and str(config) in last
 
 
 @needs_bwrap

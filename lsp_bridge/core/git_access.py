@@ -127,3 +127,11 @@ def not_granted_line(mode: str, user_file: str | None) -> str:
     where = user_file or "the user file"
     return (f'/rootguard: git access is not granted ([workspace] git = "{mode}"); '
             f'to use git here set [workspace] git = "read" or "write" in {where}')
+
+
+def read_only_line(mode: str, user_file: str | None) -> str:
+    """What ``rootguard run`` adds when a git command that writes fails under ``git = mode`` (``none`` with the
+    repository's top level as a root, or ``read``): the git directory is read-only, and how to commit (one line)."""
+    where = user_file or "the user file"
+    return (f'rootguard: the git directory is read-only in this sandbox ([workspace] git = "{mode}"); '
+            f'to commit from it set [workspace] git = "write" in {where}')

@@ -28,7 +28,7 @@ import os
 import shutil
 from collections.abc import Callable, Sequence
 
-from lsp_bridge.core.git_access import GitGrant, not_granted_line
+from lsp_bridge.core.git_access import GitGrant, not_granted_line, read_only_line
 from lsp_bridge.core.paths import is_within, relative_to
 
 WRAPPER_SOURCE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "git-wrapper")
@@ -44,7 +44,7 @@ def git_env(grants: tuple[GitGrant, ...], chdir: str, visible: Callable[[str], b
     grant = _checkout_of(grants, chdir)
     if grant is None:
         return (), False
-    if grant.mode == "none":
+    if grant.mode == "none" and not visible(grant.git_dir):
         if any(visible(g.git_dir) for g in grants):  # GIT_DIR would also break the repository a root holds
             return (), False
         return (("GIT_DIR", not_granted_line(grant.mode, user_file)),), False
@@ -53,20 +53,25 @@ def git_env(grants: tuple[GitGrant, ...], chdir: str, visible: Callable[[str], b
     assert grant.toplevel is not None  # _checkout_of picks checkouts only
     top = grant.toplevel
     env: list[tuple[str, str]] = []
-    if grant.native:
-        env.append(("GIT_DISCOVERY_ACROSS_FILESYSTEM", "1"))
-    else:
-        env += [("GIT_DIR", grant.git_dir), ("GIT_WORK_TREE", top)]
+    if grant.mode != "none":  # with none, the git directory is visible because a root holds it: git finds it
+        if grant.native:
+            env.append(("GIT_DISCOVERY_ACROSS_FILESYSTEM", "1"))
+        else:
+            env += [("GIT_DIR", grant.git_dir), ("GIT_WORK_TREE", top)]
     inside = [t for t in trees if is_within(t, top) and not is_within(t, grant.common_dir)
               and not is_within(t, grant.git_dir)]
+    narrow = bool(inside) and top not in inside  # the rest of the checkout is absent: the private index
     real = shutil.which("git", path=path)
     usable = os.access(os.path.join(WRAPPER_SOURCE, "git"), os.X_OK)  # an install that lost the mode: plain git
-    if top in inside or not inside or real is None or not visible(os.path.realpath(real)) or not usable:
-        return tuple(env), False  # the whole checkout is visible: git needs no help
-    paths = ":".join(relative_to(t, top) for t in inside)
+    if not (narrow or grant.mode != "write") or real is None or not visible(os.path.realpath(real)) or not usable:
+        return tuple(env), False  # the whole checkout is visible and writable: git needs no help
     env += [("ROOTGUARD_GIT", grant.mode), ("ROOTGUARD_GIT_TOP", top), ("ROOTGUARD_GIT_REAL", os.path.realpath(real)),
-            ("ROOTGUARD_GIT_INDEX", os.path.join(grant.git_dir, "index")), ("ROOTGUARD_GIT_VISIBLE", paths),
+            ("ROOTGUARD_GIT_INDEX", os.path.join(grant.git_dir, "index")),
             ("PATH", WRAPPER_TARGET + os.pathsep + (path or os.defpath))]
+    if narrow:
+        env.append(("ROOTGUARD_GIT_VISIBLE", ":".join(relative_to(t, top) for t in inside)))
+    if grant.mode != "write":
+        env.append(("ROOTGUARD_GIT_READONLY", read_only_line(grant.mode, user_file)))
     return tuple(env), True
 
 

@@ -62,7 +62,7 @@ MAX_CHANGES = 100
 QUICK_READ_BYTES = 256 * 1024  # a read_file the MCP server may serve without a worker thread (concludes_quickly)
 # A list_directory the MCP server may serve without a worker thread: the directory's own st_size (ext4: 4 KiB
 # blocks of ~24-byte entries; btrfs, xfs and tmpfs: bytes of names or ~20 per entry) at most this, so a few
-# thousand entries at most (a listing of 1,000 is ~1 ms); a bigger one is listed in a worker.
+# thousand entries at most; a bigger one is listed in a worker.
 QUICK_LIST_BYTES = 96 * 1024
 QUICK_TOOLS = ("read_file", "list_directory")
 PLAIN_TOOLS = frozenset({"read_file", "get_file_info", "list_directory"})  # one read of relative_path

@@ -269,7 +269,7 @@ class Policy:
                 if lv == "deny":
                     verdict, rule, reason = "deny", lrule, f"the symbolic link {link} is not authorized: {lreason}"
                     break
-                if not self._may_follow(link, need, link_rules):
+                if not _may_follow(link, need, link_rules):
                     verdict, rule = "deny", lrule
                     reason = f"{link} is a symbolic link and the rule governing it does not set follow_symlinks"
                     break
@@ -421,7 +421,7 @@ class Policy:
         else:
             rule, verdict = None, "deny"
             reason = "outside every root and no rule allows it"
-        if verdict != "deny" and self._request_checkouts and self._in_request_worktree(path):
+        if verdict != "deny" and self._request_checkouts and _in_any(path, self._request_checkouts):
             if verdict == "allow":
                 reason += "; inside a sibling worktree and worktrees = \"request\""
             verdict = "request"
@@ -437,17 +437,6 @@ class Policy:
                 verdict, reason = "request", f"a protected target: {why}; changing it needs approval"
         return verdict, (rule if win is not None else None), reason
 
-    def _in_request_worktree(self, path: str) -> bool:
-        key = fold(path)
-        return any(is_within(key, c) for c in self._request_checkouts)
-
-    def _may_follow(self, link: str, need: str, ruleset: RuleSet) -> bool:
-        key = fold(link)
-        win = ruleset.winner(key, need)
-        if win is not None:
-            return win[0].rule.follow_symlinks
-        return ruleset.config.follow_symlinks
-
     def span_conflict(self, paths: Sequence[str]) -> str | None:
         """Why a call touching ``paths`` may not go ahead as one (roots with different policies)."""
         selected = {id(self.select(p)[1]): self.select(p) for p in paths}
@@ -455,6 +444,21 @@ class Policy:
             return None
         roots = ", ".join(sorted(root for root, _ in selected.values()))
         return f"the call spans roots whose policies differ ({roots}); split it per root"
+
+
+def _in_any(path: str, checkouts: Iterable[str]) -> bool:
+    """Whether canonical ``path`` lies in one of ``checkouts`` (folded paths)."""
+    key = fold(path)
+    return any(is_within(key, c) for c in checkouts)
+
+
+def _may_follow(link: str, need: str, ruleset: RuleSet) -> bool:
+    """Whether the rule set lets a link be followed for ``need`` (its winning rule's setting, else the file's)."""
+    key = fold(link)
+    win = ruleset.winner(key, need)
+    if win is not None:
+        return win[0].rule.follow_symlinks
+    return ruleset.config.follow_symlinks
 
 
 def _squash_slashes(path: str) -> str:

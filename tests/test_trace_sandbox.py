@@ -204,3 +204,27 @@ def test_as_an_unprivileged_user_the_same_sandbox():
         assert int(host.stdout) > 10  # unprotected: every process of the machine
     finally:
         shutil.rmtree(base, ignore_errors=True)
+
+
+def test_the_traced_command_cannot_plant_git_hooks_for_the_persons_next_git_command(tmp_path, isolated_user):
+    """A root that is a repository: its files are writable in the one pass, its ``.git`` is not (a hook or
+    ``core.fsmonitor`` would run at the person's next ``git``); neither is a git directory that
+    ``[workspace] git = "read"`` brings into the union."""
+    repo = tmp_path / "repo"
+    (repo / "pkg").mkdir(parents=True)
+    subprocess.run(["git", "init", "-q", str(repo)], check=True, timeout=30)
+    plant = "echo pwned > .git/hooks/post-checkout; echo made > new.txt; true"
+    done = trace(repo, "sh", "-c", plant)
+    assert done.returncode == 0, done.stderr
+    assert (repo / "new.txt").exists() and not (repo / ".git/hooks/post-checkout").exists()
+    # The union entry a git rule adds, from a narrow root:
+    user = isolated_user / ".config" / "rootguard" / "config.toml"
+    user.parent.mkdir(parents=True, exist_ok=True)
+    user.write_text('version = 2\n[workspace]\ngit = "read"\n')
+    done = trace(repo / "pkg", "sh", "-c", f"echo pwned > {repo}/.git/hooks/post-merge; true")
+    assert done.returncode == 0, done.stderr
+    assert not (repo / ".git/hooks/post-merge").exists()
+    # Unprotected (the whole entry bound writable, as the one pass did before), the hook is planted:
+    subprocess.run(["bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--bind", str(repo), str(repo),
+                    "--chdir", str(repo), "--", "sh", "-c", plant], capture_output=True, timeout=60)
+    assert (repo / ".git/hooks/post-checkout").read_text() == "pwned\n"

@@ -72,15 +72,24 @@ DEFAULT_TIMEOUT = 600.0
 
 
 def one_pass_command(bwrap: str, union: Sequence[str], cwd: str, private_tmp: str, argv: Sequence[str],
-                     work: str | None = None) -> list[str]:
+                     work: str | None = None, read_only: Sequence[str] = ()) -> list[str]:
     """The bubblewrap command line: disk read-only, union and a private TMPDIR writable; its own PID and
-    IPC namespaces and ``/proc``, no terminal, no capabilities; ``work`` (the strace log's folder) hidden."""
+    IPC namespaces and ``/proc``, no terminal, no capabilities; ``work`` (the strace log's folder) hidden.
+
+    ``read_only``: union entries that stay read-only (a git directory a ``[workspace] git`` rule
+    grants), and every ``.git`` at the top of a writable entry stays read-only too: what git runs
+    (hooks, ``core.fsmonitor`` in its config) would act on the person's next ``git`` command."""
     cmd = [bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--unshare-pid", "--unshare-ipc", "--unshare-uts",
            "--proc", "/proc", "--new-session", "--die-with-parent", "--cap-drop", "ALL"]
     if work is not None:
         cmd += ["--tmpfs", work]
     for entry in union:
+        if entry in read_only:
+            continue  # already read-only: the disk is
         cmd += ["--bind", entry, entry]
+        marker = os.path.join(entry, ".git")
+        if os.path.lexists(marker) and not os.path.islink(marker):
+            cmd += ["--ro-bind", marker, marker]
     cmd += ["--bind", private_tmp, private_tmp, "--setenv", "TMPDIR", private_tmp,
             "--chdir", cwd, "--", *argv]
     return cmd
@@ -155,7 +164,8 @@ def run_trace(session, command: Sequence[str], *, enforced: bool = False, captur
         os.mkdir(private_tmp)
         log = os.path.join(work, "strace.log")
         argv = [program, *command[1:]]
-        full = strace_prefix(log) + one_pass_command(bwrap, union, cwd, private_tmp, argv, work)
+        git_entries = [e.path for e in session.scope.union.entries if e.origin == "git"]
+        full = strace_prefix(log) + one_pass_command(bwrap, union, cwd, private_tmp, argv, work, git_entries)
         # COMMAND's output goes to stderr: stdout is the report (and --json stays parseable).
         started = time.time()
         code, out, timed_out = _run_bounded(full, capture=capture, timeout=timeout)

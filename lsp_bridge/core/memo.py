@@ -2,7 +2,9 @@
 
 ``Policy.decide_target`` keeps its decisions here, keyed by (operation, the
 operation reported, ``Target``): the target's canonical path, the links met on the
-way, its inode and link count. The policy itself (configuration, scope, protected
+way, its inode and link count; ``Policy.decide_children`` keeps a listing's verdicts
+(before session grants) in another, keyed by (operation, directory, names, each
+name's inode and link count). The policy itself (configuration, scope, protected
 areas) is fixed for the memo's lifetime, since every change builds a new ``Policy``;
 decisions that asked something that changes with the disk (the hard-link index) are
 never kept. So a kept answer is the answer the engine would give again.

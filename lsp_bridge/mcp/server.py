@@ -23,7 +23,6 @@ tool results. What it adds is the session around the calls:
 
 from __future__ import annotations
 
-import gc
 import json
 import logging
 import os
@@ -157,9 +156,6 @@ class GuardedServer:
     async def serve(self) -> None:
         """Serve stdin/stdout until the client goes away (or the start is refused)."""
         await self._start_tray()
-        # What start-up built (the SDK's models, the policy) lives as long as the process: kept out of
-        # the collector's generations, so the per-call collections stay small (the heap is mostly that).
-        gc.freeze()
         try:
             async with serve_stdio() as (read, write), anyio.create_task_group() as group:
                 self._task_group = group

@@ -7,6 +7,7 @@ import os
 import stat
 from pathlib import Path
 
+from lsp_bridge.cli import audit as audit_command
 from lsp_bridge.core import places
 from lsp_bridge.mcp import audit
 from lsp_bridge.mcp.audit import AuditLog, Follower, read_records
@@ -96,22 +97,22 @@ def test_audit_command_prints_human_lines_json_and_disagreements(tmp_path, capsy
                         mirror={"roots_union": "allow", "agrees": False}))
     log.close()
 
-    assert audit.main(["--file", path]) == 0
+    assert audit_command.main(["--file", path]) == 0
     human = capsys.readouterr().out.splitlines()
     assert len(human) == 2
     assert "read_file" in human[1] and "orders-api:tmp/link/token" in human[1]
     assert "[path_outside_project]" in human[1] and "MIRROR: roots union would allow" in human[1]
 
-    assert audit.main(["--file", path, "--json", "--lines", "1"]) == 0
+    assert audit_command.main(["--file", path, "--json", "--lines", "1"]) == 0
     (only,) = capsys.readouterr().out.splitlines()
     assert json.loads(only)["correlation_id"] == "c2"
 
-    assert audit.main(["--file", path, "--disagreements", "--json"]) == 0
+    assert audit_command.main(["--file", path, "--disagreements", "--json"]) == 0
     assert [json.loads(x)["correlation_id"] for x in capsys.readouterr().out.splitlines()] == ["c2"]
 
 
 def test_audit_command_without_a_log_says_so(isolated_user, capsys):
-    assert audit.main([]) == 0
+    assert audit_command.main([]) == 0
     captured = capsys.readouterr()
     assert captured.out == ""
     assert "no decisions logged yet" in captured.err

@@ -17,7 +17,7 @@ DELEGATED = {
     "lsp": ("lsp_bridge.lsp.stdio", "the language server on stdio", None),
     "tray": ("tray.cli", "the tray app and approval broker", "tray"),
     "mcp": ("lsp_bridge.mcp.command", "the guarded MCP file server on stdio", "mcp"),
-    "audit": ("lsp_bridge.mcp.audit", "the decision log", None),
+    "audit": ("lsp_bridge.cli.audit", "the decision log", None),
     "hook": ("lsp_bridge.agents.hook", "an agent's pre-tool hook: decide its tool call (docs/agents.md)", None),
     "agents": ("lsp_bridge.agents.command", "install, remove and check the hook in each agent's settings", None),
 }

@@ -214,16 +214,8 @@ def _new_id(fields: dict[str, Any], taken: set[str]) -> str:
 
 def _rule_text(rule_id: str, fields: dict[str, Any]) -> str:
     """The rule as TOML, rendered by tomlkit: ``[[paths]] # note`` and its keys."""
-    table = tomlkit.table()
-    table["id"] = rule_id
-    table["path"] = fields["path"]
-    policies = tomlkit.inline_table()
-    policies.update(fields["policies"])
-    table["policies"] = policies
-    for name in ("includes", "excludes", "follow_symlinks"):
-        if name in fields:
-            table[name] = fields[name]
-    table.comment(fields.get("comment") or f"added by the Root Guard tray on {time.strftime('%Y-%m-%d %H:%M')}")
+    note = fields.get("comment") or f"added by the Root Guard tray on {time.strftime('%Y-%m-%d %H:%M')}"
+    table = _rule_table(rule_id, {**fields, "comment": note})
     document = tomlkit.document()
     document["paths"] = tomlkit.aot()
     document["paths"].append(table)

@@ -18,7 +18,7 @@ from lsp_bridge.agents.model import Access, HookInputError
 
 pytestmark = pytest.mark.timeout(60)  # every test has a time limit (pytest-timeout)
 
-CWD = "/work/shop/packages/checkout"
+CWD = "/srv/shop/packages/checkout"
 ENV = {"HOME": "/home/me", "CLAUDE_PROJECT_DIR": CWD}
 
 
@@ -29,7 +29,7 @@ def pre_tool(tool: str, tool_input: dict, **extra) -> dict:
 
 
 CASES = [
-    ("Read", {"file_path": "/work/shop/.env"}, [Access("read", "/work/shop/.env")]),
+    ("Read", {"file_path": "/srv/shop/.env"}, [Access("read", "/srv/shop/.env")]),
     ("Read", {"file_path": f"{CWD}/src/a.ts", "offset": 1, "limit": 20}, [Access("read", f"{CWD}/src/a.ts")]),
     ("Read", {"file_path": "../../.env"}, [Access("read", f"{CWD}/../../.env")]),  # relative: from cwd, kept lexical
     ("Write", {"file_path": "/tmp/out.txt", "content": "x"}, [Access("write", "/tmp/out.txt")]),
@@ -42,14 +42,14 @@ CASES = [
     ("Glob", {"pattern": "**/*.ts"}, [Access("read", CWD)]),
     ("Glob", {"pattern": "../../**/.env"}, [Access("read", f"{CWD}/../..")]),
     ("Glob", {"pattern": "/etc/**/*.conf"}, [Access("read", "/etc")]),
-    ("Glob", {"pattern": "*.ts", "path": "/work/shop/libs"}, [Access("read", "/work/shop/libs")]),
-    ("Grep", {"pattern": "API_KEY", "path": "/work/shop", "glob": "*.env"}, [Access("read", "/work/shop")]),
+    ("Glob", {"pattern": "*.ts", "path": "/srv/shop/libs"}, [Access("read", "/srv/shop/libs")]),
+    ("Grep", {"pattern": "API_KEY", "path": "/srv/shop", "glob": "*.env"}, [Access("read", "/srv/shop")]),
     ("Grep", {"pattern": "TODO"}, [Access("read", CWD)]),
-    ("LS", {"path": "/work/shop"}, [Access("read", "/work/shop")]),
+    ("LS", {"path": "/srv/shop"}, [Access("read", "/srv/shop")]),
     ("Read", {"file_path": "~/.ssh/id_rsa"}, [Access("read", "/home/me/.ssh/id_rsa"), Access("read", f"{CWD}/~/.ssh/id_rsa")]),
-    ("mcp__files__read_file", {"path": "/work/shop/.env"}, [Access("read", "/work/shop/.env")]),
+    ("mcp__files__read_file", {"path": "/srv/shop/.env"}, [Access("read", "/srv/shop/.env")]),
     ("mcp__files__write_file", {"path": "notes.md", "content": "x"}, [Access("write", f"{CWD}/notes.md")]),
-    ("mcp__files__delete_file", {"target": "/work/shop/x"}, [Access("delete", "/work/shop/x")]),
+    ("mcp__files__delete_file", {"target": "/srv/shop/x"}, [Access("delete", "/srv/shop/x")]),
     ("mcp__db__query", {"sql": "select 1"}, []),  # no path-like argument: nothing to decide
     ("mcp__x__search", {"filters": {"where": ["../../secrets"]}}, [Access("read", f"{CWD}/../../secrets")]),
     ("TodoWrite", {"todos": [{"content": "read ../../.env", "status": "pending"}]}, []),  # touches no file
@@ -69,7 +69,7 @@ def test_tools_become_accesses(tool, tool_input, expected):
 def test_bash_is_a_shell_call_rewritten_with_updated_input():
     call = claude.parse(pre_tool("Bash", {"command": "cat ../../.env", "description": "read it", "timeout": 5000}), ENV)
     assert call.is_shell and call.shell == "cat ../../.env" and call.accesses == ()
-    answer = claude.confine(call, [CWD, "/work/extra"], "Root Guard: runs confined")
+    answer = claude.confine(call, [CWD, "/srv/extra"], "Root Guard: runs confined")
     out = json.loads(answer.stdout)["hookSpecificOutput"]
     assert answer.exit_code == 0 and not answer.stderr
     assert out["hookEventName"] == "PreToolUse" and out["permissionDecision"] == "allow"
@@ -77,7 +77,7 @@ def test_bash_is_a_shell_call_rewritten_with_updated_input():
     assert updated["description"] == "read it" and updated["timeout"] == 5000  # the whole input, the rest unchanged
     argv = shlex.split(updated["command"])
     assert argv[:4] == [sys.executable, "-P", "-m", "lsp_bridge.cli"]
-    assert argv[4:] == ["run", "--root", CWD, "--root", "/work/extra", "--", "bash", "-c", "cat ../../.env"]
+    assert argv[4:] == ["run", "--root", CWD, "--root", "/srv/extra", "--", "bash", "-c", "cat ../../.env"]
 
 
 def test_a_command_that_looks_confined_is_wrapped_again():
@@ -88,7 +88,7 @@ def test_a_command_that_looks_confined_is_wrapped_again():
 
 
 def test_answers():
-    call = claude.parse(pre_tool("Read", {"file_path": "/work/shop/.env"}), ENV)
+    call = claude.parse(pre_tool("Read", {"file_path": "/srv/shop/.env"}), ENV)
     deny = claude.deny(call, "Root Guard: no")
     assert deny.exit_code == 2 and deny.stderr == "Root Guard: no\n"
     assert json.loads(deny.stdout) == {"hookSpecificOutput": {
@@ -101,13 +101,13 @@ def test_answers():
 
 
 def test_permission_request_with_add_directories_is_a_widening():
-    payload = pre_tool("Read", {"file_path": "/work/shop/.env"}, hook_event_name="PermissionRequest",
+    payload = pre_tool("Read", {"file_path": "/srv/shop/.env"}, hook_event_name="PermissionRequest",
                        permission_suggestions=[{"type": "addRules", "rules": [{"toolName": "Read"}], "behavior": "allow",
                                                 "destination": "session"},
-                                               {"type": "addDirectories", "directories": ["/work/shop"],
+                                               {"type": "addDirectories", "directories": ["/srv/shop"],
                                                 "destination": "session"}])
     call = claude.parse(payload, ENV)
-    assert call.event == "PermissionRequest" and call.added_dirs == ("/work/shop",)
+    assert call.event == "PermissionRequest" and call.added_dirs == ("/srv/shop",)
     deny = claude.deny(call, "Root Guard: no")
     assert deny.exit_code == 2
     assert json.loads(deny.stdout) == {"hookSpecificOutput": {
@@ -118,9 +118,9 @@ def test_permission_request_with_add_directories_is_a_widening():
 
 def test_directory_added_cannot_block_and_gets_a_notice():
     payload = {"session_id": "s", "transcript_path": "/t", "cwd": CWD, "hook_event_name": "DirectoryAdded",
-               "directory": "/work/shop", "source": "slash_command"}
+               "directory": "/srv/shop", "source": "slash_command"}
     call = claude.parse(payload, ENV)
-    assert call.added_dirs == ("/work/shop",) and call.accesses == ()
+    assert call.added_dirs == ("/srv/shop",) and call.accesses == ()
     notice = claude.notice(call, "Root Guard: widened")
     assert notice.exit_code == 0 and json.loads(notice.stdout) == {"systemMessage": "Root Guard: widened"}
 

@@ -18,7 +18,7 @@ from lsp_bridge.agents.model import Access, HookInputError
 
 pytestmark = pytest.mark.timeout(60)  # every test has a time limit (pytest-timeout)
 
-CWD = "/work/shop/packages/checkout"
+CWD = "/srv/shop/packages/checkout"
 ENV = {"HOME": "/home/me"}
 
 
@@ -32,7 +32,7 @@ PATCHES = [
     ("*** Begin Patch\n*** Add File: hello.txt\n+hi\n*** End Patch\n", [Access("write", f"{CWD}/hello.txt")]),
     ("*** Begin Patch\n*** Update File: src/a.ts\n@@\n-a\n+b\n*** End Patch",
      [Access("read", f"{CWD}/src/a.ts"), Access("write", f"{CWD}/src/a.ts")]),
-    ("*** Begin Patch\n*** Delete File: /work/shop/.env\n*** End Patch", [Access("delete", "/work/shop/.env")]),
+    ("*** Begin Patch\n*** Delete File: /srv/shop/.env\n*** End Patch", [Access("delete", "/srv/shop/.env")]),
     ("*** Begin Patch\n*** Update File: a.ts\n*** Move to: ../../b.ts\n@@\n-a\n+b\n*** End Patch",
      [Access("read", f"{CWD}/a.ts"), Access("write", f"{CWD}/a.ts"), Access("rename", f"{CWD}/a.ts", f"{CWD}/../../b.ts")]),
     # indented headers (a patch inside a heredoc), CRLF line ends, extra spaces, several files in one patch
@@ -84,9 +84,9 @@ def test_an_argv_command_is_rewritten_as_argv():
 
 
 def test_a_patch_sent_through_the_shell_is_decided_too():
-    command = "apply_patch <<'EOF'\n*** Begin Patch\n*** Add File: /work/shop/.env\n+X\n*** End Patch\nEOF"
+    command = "apply_patch <<'EOF'\n*** Begin Patch\n*** Add File: /srv/shop/.env\n+X\n*** End Patch\nEOF"
     call = codex.parse(pre_tool("Bash", {"command": command}), ENV)
-    assert call.is_shell and call.accesses == (Access("write", "/work/shop/.env"),)
+    assert call.is_shell and call.accesses == (Access("write", "/srv/shop/.env"),)
 
 
 def test_mcp_and_unknown_tools():

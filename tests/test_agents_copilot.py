@@ -17,7 +17,7 @@ from lsp_bridge.agents.model import Access, HookInputError
 
 pytestmark = pytest.mark.timeout(60)  # every test has a time limit (pytest-timeout)
 
-CWD = "/work/shop/packages/checkout"
+CWD = "/srv/shop/packages/checkout"
 ENV = {"HOME": "/home/me"}
 
 
@@ -26,13 +26,13 @@ def native(tool: str, args, **extra) -> dict:
 
 
 CASES = [
-    ("view", {"path": "/work/shop/.env"}, [Access("read", "/work/shop/.env")]),
+    ("view", {"path": "/srv/shop/.env"}, [Access("read", "/srv/shop/.env")]),
     ("view", {"path": "src"}, [Access("read", f"{CWD}/src")]),
     ("create", {"path": "../../x.txt", "file_text": "x"}, [Access("write", f"{CWD}/../../x.txt")]),
     ("edit", {"path": f"{CWD}/a.ts", "old_str": "a", "new_str": "b"},
      [Access("read", f"{CWD}/a.ts"), Access("write", f"{CWD}/a.ts")]),
     ("glob", {"pattern": "../../**/.env"}, [Access("read", f"{CWD}/../..")]),
-    ("grep", {"pattern": "KEY", "path": "/work/shop"}, [Access("read", "/work/shop")]),
+    ("grep", {"pattern": "KEY", "path": "/srv/shop"}, [Access("read", "/srv/shop")]),
     ("grep", {"pattern": "KEY"}, [Access("read", CWD)]),
     ("github-mcp-server-get_file_contents", {"owner": "o", "repo": "r", "path": "README.md"},
      [Access("read", f"{CWD}/README.md")]),  # an unknown tool: decided on its path-like arguments
@@ -47,8 +47,8 @@ def test_tools_become_accesses(tool, args, expected):
 
 
 def test_tool_args_as_a_json_string():
-    call = copilot.parse(native("view", json.dumps({"path": "/work/shop/.env"})), ENV)
-    assert call.accesses == (Access("read", "/work/shop/.env"),)
+    call = copilot.parse(native("view", json.dumps({"path": "/srv/shop/.env"})), ENV)
+    assert call.accesses == (Access("read", "/srv/shop/.env"),)
     with pytest.raises(HookInputError, match="toolArgs"):
         copilot.parse(native("view", "{not json"), ENV)
 
@@ -70,9 +70,9 @@ def test_deny_answer():
 
 def test_a_claude_format_hook_file_is_answered_in_claudes_words():
     payload = {"session_id": "s", "cwd": CWD, "hook_event_name": "PreToolUse", "tool_name": "Read",
-               "tool_input": {"file_path": "/work/shop/.env"}}
+               "tool_input": {"file_path": "/srv/shop/.env"}}
     call = copilot.parse(payload, ENV)
-    assert call.agent == "copilot" and call.accesses == (Access("read", "/work/shop/.env"),)
+    assert call.agent == "copilot" and call.accesses == (Access("read", "/srv/shop/.env"),)
     assert json.loads(copilot.deny(call, "no").stdout)["hookSpecificOutput"]["permissionDecision"] == "deny"
 
 

@@ -17,7 +17,7 @@ from lsp_bridge.agents.model import Access, HookInputError
 
 pytestmark = pytest.mark.timeout(60)  # every test has a time limit (pytest-timeout)
 
-CWD = "/work/shop/packages/checkout"
+CWD = "/srv/shop/packages/checkout"
 ENV = {"HOME": "/home/me"}
 
 
@@ -28,23 +28,23 @@ def before_tool(tool: str, tool_input: dict) -> dict:
 
 
 CASES = [
-    ("read_file", {"absolute_path": "/work/shop/.env"}, [Access("read", "/work/shop/.env")]),
+    ("read_file", {"absolute_path": "/srv/shop/.env"}, [Access("read", "/srv/shop/.env")]),
     ("read_file", {"file_path": "src/a.ts"}, [Access("read", f"{CWD}/src/a.ts")]),
-    ("read_file", {"path": "/work/shop/libs/x.ts"}, [Access("read", "/work/shop/libs/x.ts")]),
+    ("read_file", {"path": "/srv/shop/libs/x.ts"}, [Access("read", "/srv/shop/libs/x.ts")]),
     ("write_file", {"file_path": "../../leak.txt", "content": "x"}, [Access("write", f"{CWD}/../../leak.txt")]),
     ("replace", {"file_path": f"{CWD}/a.ts", "old_string": "a", "new_string": "b"},
      [Access("read", f"{CWD}/a.ts"), Access("write", f"{CWD}/a.ts")]),
-    ("list_directory", {"path": "/work/shop"}, [Access("read", "/work/shop")]),
+    ("list_directory", {"path": "/srv/shop"}, [Access("read", "/srv/shop")]),
     ("list_directory", {"dir_path": ".."}, [Access("read", f"{CWD}/..")]),
     ("glob", {"pattern": "**/*.ts"}, [Access("read", CWD)]),
     ("glob", {"pattern": "../../**/.env", "dir_path": CWD}, [Access("read", f"{CWD}/../..")]),
-    ("grep_search", {"pattern": "KEY", "dir_path": "/work/shop"}, [Access("read", "/work/shop")]),
-    ("search_file_content", {"pattern": "KEY", "path": "/work/shop", "include": "*.env"}, [Access("read", "/work/shop")]),
+    ("grep_search", {"pattern": "KEY", "dir_path": "/srv/shop"}, [Access("read", "/srv/shop")]),
+    ("search_file_content", {"pattern": "KEY", "path": "/srv/shop", "include": "*.env"}, [Access("read", "/srv/shop")]),
     ("search_file_content", {"pattern": "KEY"}, [Access("read", CWD)]),
     ("read_many_files", {"paths": ["src/**/*.ts", "../../.env"]},
      [Access("read", f"{CWD}/src"), Access("read", f"{CWD}/../../.env")]),
     ("read_many_files", {"paths": ["*.md"], "include": ["/etc/*.conf"]}, [Access("read", CWD), Access("read", "/etc")]),
-    ("mcp__fs__read", {"path": "/work/shop/.env"}, [Access("read", "/work/shop/.env")]),
+    ("mcp__fs__read", {"path": "/srv/shop/.env"}, [Access("read", "/srv/shop/.env")]),
     ("web_fetch", {"prompt": "see ../x"}, []),
 ]
 

@@ -228,3 +228,32 @@ def test_the_traced_command_cannot_plant_git_hooks_for_the_persons_next_git_comm
     subprocess.run(["bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--bind", str(repo), str(repo),
                     "--chdir", str(repo), "--", "sh", "-c", plant], capture_output=True, timeout=60)
     assert (repo / ".git/hooks/post-checkout").read_text() == "pwned\n"
+
+
+KEYRING_AND_ENV = ("import ctypes, os, platform\n"
+                   "libc = ctypes.CDLL(None, use_errno=True)\n"
+                   "number = {'x86_64': 250, 'aarch64': 219}[platform.machine()]  # keyctl\n"
+                   "got = libc.syscall(number, 0, -3, 1)  # KEYCTL_GET_KEYRING_ID, the session keyring\n"
+                   "keyring = f'refused {ctypes.get_errno()}' if got < 0 else 'open'\n"
+                   "open('seen.txt', 'w').write(f\"{keyring} token={os.environ.get('GITHUB_TOKEN')}\")\n")
+
+
+def test_enforced_rounds_have_run_s_seccomp_filter_and_environment_allow_list(root):
+    """``--enforced`` rounds are ``rootguard run``'s sandbox: its seccomp filter (no packet socket) and its
+    environment allow-list (a token stays out); unprotected, the same line without them lets both through
+    (in a user namespace only the filter keeps the keyrings out: a packet socket is refused anyway)."""
+    env = dict(os.environ, PYTHONPATH=str(REPO), GITHUB_TOKEN="ghp_secret_token_value")
+    python = "/usr/bin/python3"  # the system's: a virtualenv under the home is not inside the sandbox
+    if not os.path.exists(python):
+        pytest.skip("no /usr/bin/python3")
+    done = trace(root, python, "-c", KEYRING_AND_ENV, extra=("--enforced",), env=env)
+    assert done.returncode == 0 and json.loads(done.stdout)["exit_code"] == 0, done.stderr
+    seen = (root / "seen.txt").read_text()
+    assert seen.startswith("refused ") and "token=None" in seen, seen  # the filter's error
+    # The same profile's line (what --enforced ran before) without the filter, with the caller's environment:
+    from lsp_bridge.core.session import open_session
+    from lsp_bridge.sandbox.profile import build_profile
+
+    line = build_profile(open_session([str(root)], env), cwd=str(root)).command_line([python, "-c", KEYRING_AND_ENV])
+    subprocess.run(line, capture_output=True, timeout=60, cwd=str(root), env=env)
+    assert (root / "seen.txt").read_text() == "open token=ghp_secret_token_value"

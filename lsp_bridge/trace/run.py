@@ -95,7 +95,8 @@ def one_pass_command(bwrap: str, union: Sequence[str], cwd: str, private_tmp: st
     return cmd
 
 
-def _run_bounded(full: list[str], *, capture: bool, timeout: float) -> tuple[int, bytes, bool]:
+def _run_bounded(full: list[str], *, capture: bool, timeout: float, env: dict[str, str] | None = None,
+                 pass_fds: tuple[int, ...] = ()) -> tuple[int, bytes, bool]:
     """Run the traced sandbox in its own process group; kill the group at ``timeout``.
 
     Returns (exit status, captured output, timed out). Output is read until COMMAND's
@@ -104,8 +105,8 @@ def _run_bounded(full: list[str], *, capture: bool, timeout: float) -> tuple[int
     import signal
 
     sink = subprocess.PIPE if capture else sys.stderr.fileno()
-    proc = subprocess.Popen(full, stdin=subprocess.DEVNULL, stdout=sink,
-                            stderr=subprocess.STDOUT if capture else sink, start_new_session=True)
+    proc = subprocess.Popen(full, stdin=subprocess.DEVNULL, stdout=sink, stderr=subprocess.STDOUT if capture else sink,
+                            start_new_session=True, env=env, pass_fds=pass_fds)
     timed_out = False
     try:
         out, _ = proc.communicate(timeout=timeout)
@@ -122,6 +123,20 @@ def _run_bounded(full: list[str], *, capture: bool, timeout: float) -> tuple[int
         except ProcessLookupError:
             pass
     return proc.returncode, out or b"", timed_out
+
+
+def _seccomp_fd() -> int:
+    """A descriptor holding ``rootguard run``'s seccomp filter, for bubblewrap's ``--seccomp FD``."""
+    from lsp_bridge.sandbox import seccomp
+
+    try:
+        program = seccomp.program()
+    except seccomp.SeccompError as err:
+        raise TraceUnavailable(str(err)) from None
+    fd = os.memfd_create("rootguard-seccomp", 0)
+    os.write(fd, program)
+    os.lseek(fd, 0, os.SEEK_SET)
+    return fd
 
 
 def _remove(path: str) -> None:
@@ -228,6 +243,7 @@ def run_enforced(session, command: Sequence[str], *, capture: bool = False,
     from lsp_bridge.core.config import user_config_path
     from lsp_bridge.core.grants import GrantError, merge_text
     from lsp_bridge.core.session import open_session
+    from lsp_bridge.sandbox.environment import sandbox_env
     from lsp_bridge.sandbox.profile import ProfileError, build_profile
     from lsp_bridge.trace.model import mounts, rules
     from lsp_bridge.trace.proposal import validate
@@ -276,9 +292,19 @@ def run_enforced(session, command: Sequence[str], *, capture: bool = False,
             except ProfileError as err:
                 raise TraceUnavailable(f"the sandbox cannot be built: {err}") from None
             log = os.path.join(work, f"strace-{round_no}.log")
-            full = strace_prefix(log) + profile.command_line([program, *command[1:]], bwrap=bwrap)
-            started = time.time()
-            code, output, timed_out = _run_bounded(full, capture=capture, timeout=timeout)
+            # rootguard run's seccomp filter and environment allow-list (sandbox/runner.py) around the
+            # profile's command line; strace, outside the sandbox, passes the filter's descriptor on.
+            filter_fd = _seccomp_fd()
+            try:
+                full = strace_prefix(log) + [bwrap, "--seccomp", str(filter_fd), *profile.bwrap_args(),
+                                             "--", *profile.shim_argv([program, *command[1:]])]
+                confined_env, _dropped = sandbox_env(session.env, profile.settings.env, profile.home)
+                started = time.time()
+                code, output, timed_out = _run_bounded(full, capture=capture, timeout=timeout,
+                                                       env=confined_env,
+                                                       pass_fds=(filter_fd,))
+            finally:
+                os.close(filter_fd)
             events += [e for e in parse_log(log, roots[0], program) if not is_within(e.path, work)]
             result = analyze_events(events, session, [*command], code, enforced=True, started=started)
             result.rounds = round_no

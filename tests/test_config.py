@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import json
 import os
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -18,6 +22,8 @@ from lsp_bridge.core.config import (
     user_config_path,
 )
 from lsp_bridge.core.settings import DENY_ALL
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture
@@ -493,17 +499,34 @@ def test_fifo_and_dangling_link_and_bad_encoding_are_errors(home, repo, tmp_path
     ]
 
 
+LOAD_AND_PRINT_ERRORS = """
+import json, sys
+from lsp_bridge.core.config import load_config
+result = load_config(sys.argv[1])
+print(json.dumps([result.config is None, [d.format() for d in result.diagnostics if d.severity == "error"]]))
+"""
+
+
 def test_unreadable_user_file_is_an_error_naming_it(home, user_file, repo):
     user_file.write_text("version = 2\n")
     user_file.chmod(0)
     try:
-        if os.access(user_file, os.R_OK):
-            pytest.skip("privileges that ignore file modes (root)")
-        result = load_config(str(repo))
+        if not os.access(user_file, os.R_OK):
+            result = load_config(str(repo))
+            failed, found = result.config is None, errors(result)
+        else:  # root ignores file modes: read it as root without the capabilities that do so
+            setpriv = shutil.which("setpriv")
+            assert setpriv, "setpriv (util-linux) is needed to drop root's file-mode override"
+            done = subprocess.run([setpriv, "--bounding-set=-dac_override,-dac_read_search", "--",
+                                   sys.executable, "-c", LOAD_AND_PRINT_ERRORS, str(repo)],
+                                  capture_output=True, text=True, timeout=60, cwd=str(REPO_ROOT),
+                                  env=dict(os.environ, PYTHONPATH=str(REPO_ROOT)))
+            assert done.returncode == 0, done.stderr
+            failed, found = json.loads(done.stdout)
     finally:
         user_file.chmod(0o600)
-    assert result.config is None
-    assert errors(result) == [
+    assert failed
+    assert found == [
         f"{user_file}: error: cannot read configuration file {user_file}: Permission denied [config-unreadable]"
     ]
 

@@ -18,7 +18,7 @@ import stat
 from collections.abc import Mapping
 
 from lsp_bridge.core.diagnostics import Diagnostic, Range
-from lsp_bridge.core.paths import canonical, read_regular
+from lsp_bridge.core.paths import canonical, open_regular
 from lsp_bridge.core.settings import PROJECT_FILE_NAME
 from lsp_bridge.core.toml_positions import _error, _shown
 
@@ -98,11 +98,15 @@ def read_config_text(path: str) -> tuple[str | None, Diagnostic | None]:
         return None, _error("config-unreadable", f"configuration file {path} is not a regular file", path)
     if info.st_size > MAX_CONFIG_BYTES:
         return None, _too_large(path)
-    found = read_regular(path, MAX_CONFIG_BYTES + 1, follow=True)  # never waits: a FIFO swapped in since the stat
-    if found is None:
-        return None, _error("config-unreadable", f"cannot read configuration file {path} (not a readable regular file)",
-                            path)
-    data = found
+    try:  # never waits: a FIFO swapped in since the stat is refused, not opened
+        fd = open_regular(path, os.O_RDONLY)
+        try:
+            with open(fd, "rb", closefd=False) as handle:
+                data = handle.read(MAX_CONFIG_BYTES + 1)
+        finally:
+            os.close(fd)
+    except OSError as exc:
+        return None, _error("config-unreadable", f"cannot read configuration file {path}: {exc.strerror}", path)
     if len(data) > MAX_CONFIG_BYTES:
         return None, _too_large(path)
     try:

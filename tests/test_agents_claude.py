@@ -19,11 +19,11 @@ from lsp_bridge.agents.model import Access, HookInputError
 pytestmark = pytest.mark.timeout(60)  # every test has a time limit (pytest-timeout)
 
 CWD = "/srv/shop/packages/checkout"
-ENV = {"HOME": "/home/me", "CLAUDE_PROJECT_DIR": CWD}
+ENV = {"HOME": "/srv/user", "CLAUDE_PROJECT_DIR": CWD}
 
 
 def pre_tool(tool: str, tool_input: dict, **extra) -> dict:
-    return {"session_id": "9f1c2d3e-aaaa-bbbb", "transcript_path": "/home/me/.claude/projects/x.jsonl", "cwd": CWD,
+    return {"session_id": "9f1c2d3e-aaaa-bbbb", "transcript_path": "/srv/user/.claude/projects/x.jsonl", "cwd": CWD,
             "permission_mode": "default", "hook_event_name": "PreToolUse", "tool_name": tool,
             "tool_input": tool_input, "tool_use_id": "toolu_01", **extra}
 
@@ -46,7 +46,7 @@ CASES = [
     ("Grep", {"pattern": "API_KEY", "path": "/srv/shop", "glob": "*.env"}, [Access("read", "/srv/shop")]),
     ("Grep", {"pattern": "TODO"}, [Access("read", CWD)]),
     ("LS", {"path": "/srv/shop"}, [Access("read", "/srv/shop")]),
-    ("Read", {"file_path": "~/.ssh/id_rsa"}, [Access("read", "/home/me/.ssh/id_rsa"), Access("read", f"{CWD}/~/.ssh/id_rsa")]),
+    ("Read", {"file_path": "~/.ssh/id_rsa"}, [Access("read", "/srv/user/.ssh/id_rsa"), Access("read", f"{CWD}/~/.ssh/id_rsa")]),
     ("mcp__files__read_file", {"path": "/srv/shop/.env"}, [Access("read", "/srv/shop/.env")]),
     ("mcp__files__write_file", {"path": "notes.md", "content": "x"}, [Access("write", f"{CWD}/notes.md")]),
     ("mcp__files__delete_file", {"target": "/srv/shop/x"}, [Access("delete", "/srv/shop/x")]),

@@ -18,7 +18,7 @@ from lsp_bridge.agents.model import Access, HookInputError
 pytestmark = pytest.mark.timeout(60)  # every test has a time limit (pytest-timeout)
 
 CWD = "/srv/shop/packages/checkout"
-ENV = {"HOME": "/home/me"}
+ENV = {"HOME": "/srv/user"}
 
 
 def native(tool: str, args, **extra) -> dict:

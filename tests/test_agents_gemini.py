@@ -18,11 +18,11 @@ from lsp_bridge.agents.model import Access, HookInputError
 pytestmark = pytest.mark.timeout(60)  # every test has a time limit (pytest-timeout)
 
 CWD = "/srv/shop/packages/checkout"
-ENV = {"HOME": "/home/me"}
+ENV = {"HOME": "/srv/user"}
 
 
 def before_tool(tool: str, tool_input: dict) -> dict:
-    return {"session_id": "g-1", "transcript_path": "/home/me/.gemini/tmp/x.json", "cwd": CWD,
+    return {"session_id": "g-1", "transcript_path": "/srv/user/.gemini/tmp/x.json", "cwd": CWD,
             "hook_event_name": "BeforeTool", "timestamp": "2026-11-30T10:00:00.000Z", "tool_name": tool,
             "tool_input": tool_input}
 

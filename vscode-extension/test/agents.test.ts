@@ -19,8 +19,8 @@ describe('Guard Agents', () => {
     const bundle = { command: '/usr/bin/python3', args: ['-I', '/ext/bundled/tool/launch.py', 'lsp_bridge'] };
     assert.deepStrictEqual(agentsCommandLine(bundle, ['agents', 'install', 'claude']),
       { command: '/usr/bin/python3', args: ['-I', '/ext/bundled/tool/launch.py', 'lsp_bridge.cli', 'agents', 'install', 'claude'] });
-    assert.deepStrictEqual(agentsCommandLine(bundle, ['agents'], '/home/me/.local/bin/rootguard'),
-      { command: '/home/me/.local/bin/rootguard', args: ['agents'] });
+    assert.deepStrictEqual(agentsCommandLine(bundle, ['agents'], '/home/alice/.local/bin/rootguard'),
+      { command: '/home/alice/.local/bin/rootguard', args: ['agents'] });
     assert.deepStrictEqual(agentsCommandLine({ command: '/x/rootguard', args: ['lsp'] }, ['agents']),
       { command: '/x/rootguard', args: ['agents'] });
   });

@@ -229,15 +229,7 @@ def _check_result(new_text: str, old_text: str | None, path: str, rule_id: str, 
     expected = {k: v for k, v in fields.items() if k != "comment"} | {"id": rule_id}
     if last != expected:
         raise GrantError(f"{path}: the rule could not be appended cleanly; nothing written")
-
-    def errors(text: str) -> Counter[tuple[str, str]]:
-        parsed = parse_text(text, path, source="user", base_dir=None)
-        return Counter((d.code, d.message) for d in parsed.diagnostics if d.severity == "error")
-
-    added = errors(new_text) - (errors(old_text) if old_text is not None else Counter())
-    if added:
-        codes = ", ".join(sorted({code for code, _ in added}))
-        raise GrantError(f"{path}: the new rule would make the configuration invalid ({codes}); nothing written")
+    _refuse_new_errors(new_text, old_text, path, "the new rule")
 
 
 # ---------------------------------------------------------------------------
@@ -372,12 +364,17 @@ def _check_merged(new_text: str, old_text: str | None, path: str, added: list[st
     counts = Counter(str(r.get("id")) for r in rules)
     if any(counts[i] != 1 for i in added):
         raise GrantError(f"{path}: the proposal could not be merged cleanly; nothing written")
+    _refuse_new_errors(new_text, old_text, path, "the proposal")
+
+
+def _refuse_new_errors(new_text: str, old_text: str | None, path: str, what: str) -> None:
+    """GrantError when ``new_text`` has a configuration error ``old_text`` did not have."""
 
     def errors(text: str) -> Counter[tuple[str, str]]:
         parsed = parse_text(text, path, source="user", base_dir=None)
         return Counter((d.code, d.message) for d in parsed.diagnostics if d.severity == "error")
 
-    new_errors = errors(new_text) - (errors(old_text) if old_text is not None else Counter())
-    if new_errors:
-        codes = ", ".join(sorted({code for code, _ in new_errors}))
-        raise GrantError(f"{path}: the proposal would make the configuration invalid ({codes}); nothing written")
+    added = errors(new_text) - (errors(old_text) if old_text is not None else Counter())
+    if added:
+        codes = ", ".join(sorted({code for code, _ in added}))
+        raise GrantError(f"{path}: {what} would make the configuration invalid ({codes}); nothing written")

@@ -125,6 +125,23 @@ def _run_bounded(full: list[str], *, capture: bool, timeout: float, env: dict[st
     return proc.returncode, out or b"", timed_out
 
 
+def _run_round(profile, bwrap: str, log: str, argv: list[str], host_env: dict[str, str], *, capture: bool,
+               timeout: float) -> tuple[int, bytes, bool]:
+    """One ``--enforced`` round: the profile's command line with ``rootguard run``'s seccomp filter and
+    environment allow-list (``sandbox/runner.py``), traced; strace, outside the sandbox, passes the
+    filter's descriptor on to bubblewrap."""
+    from lsp_bridge.sandbox.environment import sandbox_env
+
+    filter_fd = _seccomp_fd()
+    try:
+        full = strace_prefix(log) + [bwrap, "--seccomp", str(filter_fd), *profile.bwrap_args(),
+                                     "--", *profile.shim_argv(argv)]
+        confined_env, _dropped = sandbox_env(host_env, profile.settings.env, profile.home)
+        return _run_bounded(full, capture=capture, timeout=timeout, env=confined_env, pass_fds=(filter_fd,))
+    finally:
+        os.close(filter_fd)
+
+
 def _seccomp_fd() -> int:
     """A descriptor holding ``rootguard run``'s seccomp filter, for bubblewrap's ``--seccomp FD``."""
     from lsp_bridge.sandbox import seccomp
@@ -243,7 +260,6 @@ def run_enforced(session, command: Sequence[str], *, capture: bool = False,
     from lsp_bridge.core.config import user_config_path
     from lsp_bridge.core.grants import GrantError, merge_text
     from lsp_bridge.core.session import open_session
-    from lsp_bridge.sandbox.environment import sandbox_env
     from lsp_bridge.sandbox.profile import ProfileError, build_profile
     from lsp_bridge.trace.model import mounts, rules
     from lsp_bridge.trace.proposal import validate
@@ -292,19 +308,9 @@ def run_enforced(session, command: Sequence[str], *, capture: bool = False,
             except ProfileError as err:
                 raise TraceUnavailable(f"the sandbox cannot be built: {err}") from None
             log = os.path.join(work, f"strace-{round_no}.log")
-            # rootguard run's seccomp filter and environment allow-list (sandbox/runner.py) around the
-            # profile's command line; strace, outside the sandbox, passes the filter's descriptor on.
-            filter_fd = _seccomp_fd()
-            try:
-                full = strace_prefix(log) + [bwrap, "--seccomp", str(filter_fd), *profile.bwrap_args(),
-                                             "--", *profile.shim_argv([program, *command[1:]])]
-                confined_env, _dropped = sandbox_env(session.env, profile.settings.env, profile.home)
-                started = time.time()
-                code, output, timed_out = _run_bounded(full, capture=capture, timeout=timeout,
-                                                       env=confined_env,
-                                                       pass_fds=(filter_fd,))
-            finally:
-                os.close(filter_fd)
+            started = time.time()
+            code, output, timed_out = _run_round(profile, bwrap, log, [program, *command[1:]], session.env,
+                                                 capture=capture, timeout=timeout)
             events += [e for e in parse_log(log, roots[0], program) if not is_within(e.path, work)]
             result = analyze_events(events, session, [*command], code, enforced=True, started=started)
             result.rounds = round_no

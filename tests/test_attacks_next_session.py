@@ -170,7 +170,9 @@ def test_replacing_an_existing_auto_run_file_by_renaming_its_parent_is_stopped_a
     assert done.returncode == 125 and "still-running" not in done.stdout
     assert settings.read_text() == "{}\n" and not (mono / ".vscode-old").exists()
     for aside in mono.glob(".vscode.rootguard-held-*"):  # what took the name before the kill, kept for the person
-        assert not (aside / "settings.json").exists() or (aside / "settings.json").read_text() == '{"evil": 1}\n'
+        # the kill may land between the shell creating the file and writing it: empty or whole, never anything else
+        kept = aside / "settings.json"
+        assert not kept.exists() or kept.read_text() in ("", '{"evil": 1}\n')
 
 
 # --- the person approves ---------------------------------------------------------------------------

@@ -455,6 +455,30 @@ def raw_messages(params: dict, *requests: dict) -> list[dict]:
     return answers
 
 
+@pytest.mark.parametrize("say_shutdown", [True, False], ids=["shutdown-then-exit", "exit-alone"])
+def test_closing_the_window_while_the_inventory_runs_writes_no_error(monorepo, say_shutdown):
+    """A window closed right after it opened wide: the status the warm-up still had to send found
+    stdout closed, and pygls reported that failure by writing again, ~190 times nested (193,000 lines
+    of tracebacks in the editor's output for one clean exit)."""
+    import json
+    import subprocess
+
+    def frame(message: dict) -> bytes:
+        body = json.dumps(message).encode()
+        return b"Content-Length: %d\r\n\r\n" % len(body) + body
+
+    params = {"processId": None, "rootUri": None, "capabilities": {},
+              "workspaceFolders": [{"uri": from_fs_path(p), "name": p} for p in (monorepo.narrow, monorepo.repo)]}
+    closing = [{"jsonrpc": "2.0", "id": 2, "method": "shutdown"}] if say_shutdown else []
+    messages = [{"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": params},
+                {"jsonrpc": "2.0", "method": "initialized", "params": {}}, *closing,
+                {"jsonrpc": "2.0", "method": "exit"}]
+    proc = subprocess.run(SERVER, input=b"".join(frame(m) for m in messages), capture_output=True, timeout=60)
+    assert proc.stderr.decode() == ""
+    assert proc.returncode == 0
+    assert b'"method": "rootguard/status"' in proc.stdout  # it had started: the first status went out
+
+
 @pytest.mark.parametrize(
     "client_caps, encoding",
     [({}, "utf-16"), ({"general": {"positionEncodings": ["utf-8", "utf-16"]}}, "utf-8"),

@@ -84,11 +84,17 @@ async def on_folders_changed(ls: RootGuardServer, params: types.DidChangeWorkspa
 
 @server.feature(types.SHUTDOWN)
 def on_shutdown(ls: RootGuardServer, *args) -> None:
+    ls.stop_sending()
     if ls._window is not None:
         ls._window.remove()
     ls.shutdown_watches()
     if ls._tray is not None:
         ls._tray.close()
+
+
+@server.feature(types.EXIT)
+def on_exit(ls: RootGuardServer, *args) -> None:
+    ls.stop_sending()  # an exit without shutdown: pygls closes stdout next
 
 
 # -- configuration documents ---------------------------------------------------

@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from typing import TYPE_CHECKING, Any
 
 from lsprotocol import types
 from pygls.protocol import LanguageServerProtocol
@@ -23,15 +24,30 @@ from lsp_bridge.lsp.file_events import FileEvents
 from lsp_bridge.lsp.scans import Scan, ScanProgress
 from lsp_bridge.lsp.warm_up import warm_up
 
+if TYPE_CHECKING:
+    from pygls.server import ServerErrors
+
 log = logging.getLogger("rootguard.lsp")
 
 
 class RootGuardProtocol(LanguageServerProtocol):
-    """Tolerates clients that send folder entries without a ``uri``.
+    """Tolerates clients that send folder entries without a ``uri``, and is silent once closed.
 
     Neovim 0.7's ``add_workspace_folder`` sends ``removed: [{}]``; strict
     deserialization would drop the whole notification, and with it the warning.
+
+    Closed at ``shutdown`` (or ``exit``): work still in flight (a warm-up step, an
+    inventory) finishes without notifying a client that has stopped listening, and
+    after ``exit`` has closed stdout there is nothing to write to.
     """
+
+    closed = False
+
+    def notify(self, method: str, params: Any | None = None) -> None:
+        if self.closed:
+            log.debug("not sent after shutdown: %s", method)
+            return
+        super().notify(method, params)
 
     def structure_message(self, data):
         if isinstance(data, dict) and data.get("method") == types.WORKSPACE_DID_CHANGE_WORKSPACE_FOLDERS:
@@ -47,6 +63,19 @@ class RootGuardProtocol(LanguageServerProtocol):
 class RootGuardServer(FileEvents):
     def __init__(self) -> None:
         super().__init__(protocol_cls=RootGuardProtocol)
+
+    def stop_sending(self) -> None:
+        """The client said shutdown or exit: nothing more goes out but answers to its requests."""
+        if isinstance(self.protocol, RootGuardProtocol):
+            self.protocol.closed = True
+
+    def report_server_error(self, error: Exception, source: ServerErrors) -> None:
+        """pygls shows an error to the person (``window/showMessage``); once closed there is no one
+        to show it to, and a failed write would be reported again by another write, and so on."""
+        if isinstance(self.protocol, RootGuardProtocol) and self.protocol.closed:
+            log.debug("after shutdown: %s", error)
+            return
+        super().report_server_error(error, source)
 
     # -- start-up ------------------------------------------------------------
 

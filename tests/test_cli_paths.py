@@ -32,6 +32,8 @@ def test_check_reads_a_relative_path_against_the_current_directory(tmp_path):
     assert done.returncode == 1 and data["decision"] == "deny" and data["exists"] is True
     inside = rootguard("check", "--root", "packages/api", "--op", "read", "packages/api/index.js", cwd=repo)
     assert inside.returncode == 0 and str(repo / "packages/api/index.js") in inside.stdout
+    usage = " ".join(rootguard("check", "--help").stdout.split())
+    assert "PATH the path accessed (relative: from the current directory)" in usage  # the help says what it does
 
 
 def test_check_decides_a_target_that_does_not_exist_and_says_so(tmp_path):

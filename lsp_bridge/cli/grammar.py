@@ -97,12 +97,22 @@ def _parser() -> _Parser:
     )
     parser.add_argument("--version", action=_VersionAction, help="show the version and exit")
     sub = _Commands(parser.add_subparsers(metavar="COMMAND", parser_class=_Parser))
+    for add in (_add_roots, _add_check, _add_inventory, _add_mounts, _add_run, _add_config, _add_demo, _add_trace,
+                _add_probe):
+        add(sub)
+    for name, (_, text, _) in DELEGATED.items():  # listed for --help; main() dispatches them
+        sub.listed(name, text)
+    return parser
 
+
+def _add_roots(sub: _Commands) -> None:
     p = sub.add_parser("roots", help="effective roots of FOLDERs: union, shadowed entries, worktrees",
                        description="Show the effective roots of an editor window opened on FOLDERs.")
     p.add_argument("folders", nargs="+", metavar="FOLDER", help="a workspace folder, as the editor sends it")
     p.add_argument("--json", action="store_true", help=JSON_HELP)
 
+
+def _add_check(sub: _Commands) -> None:
     p = sub.add_parser("check", help="decide one access: allow, request or deny",
                        description="Decide one access. Exit status: 0 allow, 1 deny, 3 request, "
                                    "2 bad input or invalid configuration.")
@@ -110,13 +120,16 @@ def _parser() -> _Parser:
                    help="a workspace folder (repeat for more; never the current directory)")
     p.add_argument("--op", required=True, choices=list(CHECK_OPS),
                    help="the operation to decide")
-    p.add_argument("path", metavar="PATH", help="the path accessed (relative: from the first --root)")
-    p.add_argument("dest", nargs="?", metavar="DEST", help="the destination, for --op rename only")
+    p.add_argument("path", metavar="PATH", help="the path accessed (relative: from the current directory)")
+    p.add_argument("dest", nargs="?", metavar="DEST", help="the destination, for --op rename only (relative: "
+                   "from the current directory)")
     p.add_argument("--toolchain", action="store_true",
                    help="decide with the toolchain rules rootguard run mounts by (pnpm store, configuration "
                         "files above the root), as run does")
     p.add_argument("--json", action="store_true", help=JSON_HELP)
 
+
+def _add_inventory(sub: _Commands) -> None:
     p = sub.add_parser("inventory", help="what adding a folder hands over",
                        description="What adding FOLDER to the --root folders hands over: files, "
                                    "credentials, git history, sibling packages, CI roles.")
@@ -125,6 +138,8 @@ def _parser() -> _Parser:
     p.add_argument("--add", required=True, metavar="FOLDER", help="the folder being added")
     p.add_argument("--json", action="store_true", help=JSON_HELP)
 
+
+def _add_mounts(sub: _Commands) -> None:
     p = sub.add_parser("mounts", help="mount reconciliation and the suggested narrow mount set",
                        description="Compare configured mounts with the union of FOLDERs and suggest "
                                    "the narrow mount set a container needs.")
@@ -135,6 +150,8 @@ def _parser() -> _Parser:
     p.add_argument("--image", default="IMAGE", help="the image for --docker (default: the placeholder IMAGE)")
     p.add_argument("--program", default="docker", choices=["docker", "podman"], help="docker or podman for --docker")
 
+
+def _add_run(sub: _Commands) -> None:
     p = sub.add_parser(
         "run", help="run COMMAND with the file system narrowed by the kernel to the effective policy",
         description="Run COMMAND and its children in a bubblewrap sandbox (plus Landlock inside) built from the "
@@ -150,6 +167,8 @@ def _parser() -> _Parser:
                    help="without bubblewrap, run under Landlock alone (degraded: no masks, no read-only .git)")
     p.add_argument("command", nargs=argparse.REMAINDER, metavar="-- COMMAND [ARG...]")
 
+
+def _add_config(sub: _Commands) -> None:
     p = sub.add_parser("config", group=True, help="configuration tools", description="Configuration tools.")
     csub = p.add_subparsers(metavar="ACTION", parser_class=_Parser)
     m = csub.add_parser("migrate", help="translate a version 1 file to version 2",
@@ -177,12 +196,16 @@ def _parser() -> _Parser:
     a.add_argument("folders", nargs="+", metavar="FOLDER")
     a.set_defaults(subcommand="config approve")
 
+
+def _add_demo(sub: _Commands) -> None:
     p = sub.add_parser("demo", help="build a demo monorepo and show what widening it hands over",
                        description="Build a small monorepo in a temporary folder, open a package as an "
                                    "editor would, add the repository root, and show the report.")
     p.add_argument("--keep", action="store_true", help="keep the demo folder (its path is printed)")
     p.add_argument("--json", action="store_true", help="print the reports as one JSON object")
 
+
+def _add_trace(sub: _Commands) -> None:
     p = sub.add_parser(
         "trace", help="run COMMAND traced; propose the named-file grants it needs outside the roots",
         description="Run COMMAND once in the first root with the disk read-only and the roots writable, traced by "
@@ -204,6 +227,8 @@ def _parser() -> _Parser:
                    help="kill the traced command (and everything it started) after SECONDS (default 600)")
     p.add_argument("command", nargs=argparse.REMAINDER, metavar="-- COMMAND [ARG...]")
 
+
+def _add_probe(sub: _Commands) -> None:
     p = sub.add_parser(
         "probe", help="the boundary test matrix for any stdio MCP server ({root} = the narrow root)",
         description="Build a fixture in a temporary folder (a narrow root, a prefix sibling, an outside secret, "
@@ -215,7 +240,3 @@ def _parser() -> _Parser:
     p.add_argument("--json", action="store_true", help=JSON_HELP)
     p.add_argument("--trace", action="store_true", help="also trace the server and list what it opened outside")
     p.add_argument("command", nargs=argparse.REMAINDER, metavar="-- SERVER_COMMAND [ARG...]")
-
-    for name, (_, text, _) in DELEGATED.items():  # listed for --help; main() dispatches them
-        sub.listed(name, text)
-    return parser

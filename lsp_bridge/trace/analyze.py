@@ -239,82 +239,103 @@ def _propose(result: TraceResult, needed: dict[str, tuple[str, str]], policy, un
             result.refused.append({"path": path, "reason": why})
         else:
             kept[path] = (group, anchor)
-    chosen: dict[str, Grant] = {}
+    proposal = _Proposal(result, policy, kept)
+    proposal.add_git()
+    proposal.add_packages()
+    proposal.add_files(union)
+    result.grants = proposal.grants()
 
-    def whole(directory: str, group: str, files: int, *, content: bool, skip: tuple[str, ...] = ()) -> Grant | None:
+
+class _Proposal:
+    """The grants chosen for the paths a trace needed (each already checked by ``refusal``), by group."""
+
+    def __init__(self, result: TraceResult, policy, kept: dict[str, tuple[str, str]]) -> None:
+        self.result, self.policy, self.kept = result, policy, kept
+        self.chosen: dict[str, Grant] = {}
+
+    def whole(self, directory: str, group: str, files: int, *, content: bool) -> Grant | None:
         """``directory`` as one grant, enumerated: its credential and denied files excluded; None when it
         cannot be checked (the files read are then proposed one by one)."""
-        check = check_directory(directory, policy, content=content, skip=skip)
+        check = check_directory(directory, self.policy, content=content)
         if check.problem:
-            result.refused.append({"path": directory, "reason": f"directory not proposed whole: {check.problem}; "
-                                                                "the files read in it are proposed one by one"})
+            self.result.refused.append({"path": directory, "reason": f"directory not proposed whole: {check.problem}; "
+                                                                     "the files read in it are proposed one by one"})
             return None
-        denies = deny_excludes(policy, directory)
+        denies = deny_excludes(self.policy, directory)
         grant = Grant(_id(group, directory), directory, "directory", group, files,
                       excludes=tuple(dict.fromkeys((*check.excludes, *denies))), denies=denies)
         if check.credentials or check.denied:
             grant.note = f"{len(check.credentials) + len(check.denied)} credential or denied file(s) excluded"
         return grant
 
-    # git: the admin directory and objects/refs/logs as directories (git's own layout), other git files singly
-    for path, (group, anchor) in kept.items():
-        if group != "git":
-            continue
-        count = sum(1 for p, (g, a) in kept.items() if g == "git" and a == anchor and not os.path.isdir(p))
-        if os.path.isdir(anchor):
-            grant = chosen.get(anchor) or whole(anchor, "git", count, content=False)
-            if grant is None:
-                if not os.path.isdir(path):
-                    chosen.setdefault(path, Grant(_id("git", path), path, "file", "git"))
+    def add_git(self) -> None:
+        """The admin directory and objects/refs/logs as directories (git's own layout), other git files singly."""
+        kept, chosen = self.kept, self.chosen
+        for path, (group, anchor) in kept.items():
+            if group != "git":
                 continue
-            chosen[anchor] = grant
-        else:
-            chosen.setdefault(anchor, Grant(_id("git", anchor), anchor, "file", "git", count))
-    # a sibling workspace package: offered whole, read-only, with its cost (``result.packages``)
-    packages: dict[str, list[str]] = {}
-    for path, (group, anchor) in kept.items():
-        if group == "workspace":
-            packages.setdefault(anchor, []).append(path)
-    for package, files in packages.items():
-        check = check_directory(package, policy, content=True, skip=SKIPPED_DIRS)
-        entry = {"path": package, "name": _package_name(package), "files": check.files, "bytes": check.bytes,
-                 "credentials": check.credentials, "denied": check.denied, "files_read": len(files)}
-        if check.problem:
-            entry |= {"status": "refused", "reason": check.problem}
+            count = sum(1 for p, (g, a) in kept.items() if g == "git" and a == anchor and not os.path.isdir(p))
+            if os.path.isdir(anchor):
+                grant = chosen.get(anchor) or self.whole(anchor, "git", count, content=False)
+                if grant is None:
+                    if not os.path.isdir(path):
+                        chosen.setdefault(path, Grant(_id("git", path), path, "file", "git"))
+                    continue
+                chosen[anchor] = grant
+            else:
+                chosen.setdefault(anchor, Grant(_id("git", anchor), anchor, "file", "git", count))
+
+    def add_packages(self) -> None:
+        """A sibling workspace package: offered whole, read-only, with its cost (``result.packages``)."""
+        packages: dict[str, list[str]] = {}
+        for path, (group, anchor) in self.kept.items():
+            if group == "workspace":
+                packages.setdefault(anchor, []).append(path)
+        for package, files in packages.items():
+            check = check_directory(package, self.policy, content=True, skip=SKIPPED_DIRS)
+            entry = {"path": package, "name": _package_name(package), "files": check.files, "bytes": check.bytes,
+                     "credentials": check.credentials, "denied": check.denied, "files_read": len(files)}
+            if check.problem:
+                entry |= {"status": "refused", "reason": check.problem}
+                for path in files:
+                    self.chosen.setdefault(path, Grant(_id("config", path), path, "file", "workspace"))
+            else:
+                entry["status"] = "offered"
+                denies = deny_excludes(self.policy, package)
+                grant = Grant(_id("workspace", package), package, "directory", "workspace", len(files),
+                              excludes=tuple(dict.fromkeys((*check.excludes, *denies, *SKIPPED_DIRS))), denies=denies)
+                grant.note = (f"the whole package: {check.files} files, {len(check.credentials)} credential file(s) "
+                              "excluded")
+                self.chosen[package] = grant
+            self.result.packages.append(entry)
+
+    def add_files(self, union: Sequence[str]) -> None:
+        """Store and config: files singly; a store package (or the store) when DENSE files were read in it."""
+        kept, chosen = self.kept, self.chosen
+        for group in ("store", "config"):
+            files = [p for p, (g, _) in kept.items() if g == group and os.path.isfile(p)]
             for path in files:
-                chosen.setdefault(path, Grant(_id("config", path), path, "file", "workspace"))
-        else:
-            entry["status"] = "offered"
-            denies = deny_excludes(policy, package)
-            grant = Grant(_id("workspace", package), package, "directory", "workspace", len(files),
-                          excludes=tuple(dict.fromkeys((*check.excludes, *denies, *SKIPPED_DIRS))), denies=denies)
-            grant.note = (f"the whole package: {check.files} files, {len(check.credentials)} credential file(s) "
-                          "excluded")
-            chosen[package] = grant
-        result.packages.append(entry)
-    # store and config: files singly; a store package (or the store) when DENSE files were read in it
-    for group in ("store", "config"):
-        files = [p for p, (g, _) in kept.items() if g == group and os.path.isfile(p)]
-        for path in files:
-            anchor = kept[path][1]
-            dense = _dense_dir(path, anchor, files, union) if group == "store" else None
-            grant = None
-            if dense and dense not in chosen:
-                count = sum(1 for f in files if is_within(f, dense))
-                grant = whole(dense, group, count, content=True)
-                if grant is not None:
-                    grant.mount = True
-                    chosen[dense] = grant
-            if grant is None and dense in chosen:
-                continue
-            if any(g.kind == "directory" and is_within(path, g.path) for g in chosen.values()):
-                continue
-            chosen.setdefault(path, Grant(_id(group, path), path, "file", group))
-    # a directory grant makes grants below it redundant
-    dirs = [g for g in chosen.values() if g.kind == "directory"]
-    result.grants = sorted(
-        (g for g in chosen.values() if not any(d is not g and is_within(g.path, d.path) for d in dirs)),
-        key=lambda g: ({"store": 0, "config": 1, "workspace": 2, "git": 3}.get(g.group, 4), g.path))
+                anchor = kept[path][1]
+                dense = _dense_dir(path, anchor, files, union) if group == "store" else None
+                grant = None
+                if dense and dense not in chosen:
+                    count = sum(1 for f in files if is_within(f, dense))
+                    grant = self.whole(dense, group, count, content=True)
+                    if grant is not None:
+                        grant.mount = True
+                        chosen[dense] = grant
+                if grant is None and dense in chosen:
+                    continue
+                if any(g.kind == "directory" and is_within(path, g.path) for g in chosen.values()):
+                    continue
+                chosen.setdefault(path, Grant(_id(group, path), path, "file", group))
+
+    def grants(self) -> list[Grant]:
+        """The chosen grants, those under a directory grant left out (redundant), in a stable order."""
+        dirs = [g for g in self.chosen.values() if g.kind == "directory"]
+        return sorted(
+            (g for g in self.chosen.values() if not any(d is not g and is_within(g.path, d.path) for d in dirs)),
+            key=lambda g: ({"store": 0, "config": 1, "workspace": 2, "git": 3}.get(g.group, 4), g.path))
 
 
 def _package_name(directory: str) -> str:

@@ -210,3 +210,45 @@ def test_approving_inside_the_sandbox_records_nothing(mono, isolated_user):
     done = in_sandbox(mono, inner + "; echo inner-exit=$?")
     assert "inner-exit=" in done.stdout, done.stderr  # it ran, and saw no record to approve against
     assert check(mono, ".env")["decision"] == "deny"  # the host's record is untouched
+
+
+# --- the same root spelled another way ------------------------------------------------------------
+# The record of the approved configuration belongs to the folder, not to how a command line spells
+# it: each of these once found no record (a first use, so the loosened configuration was approved).
+
+ROOT_SPELLINGS = {
+    "trailing slash": lambda app: f"{app}/",
+    "trailing dot": lambda app: f"{app}/.",
+    "double leading slash": lambda app: f"/{app}",
+    "dot-dot": lambda app: f"{app.parent}/../{app.parent.name}/{app.name}",
+    "symlink": lambda app: str(_linked(app)),
+}
+
+
+def _linked(app: Path) -> Path:
+    link = app.parents[2] / "app-link"
+    if not link.is_symlink():
+        link.symlink_to(app, target_is_directory=True)
+    return link
+
+
+def _records() -> list[str]:
+    approved = Path(os.environ["XDG_STATE_HOME"]) / "rootguard" / "approved"
+    return sorted(p.name for p in approved.iterdir()) if approved.is_dir() else []
+
+
+@pytest.mark.parametrize("spelling", ROOT_SPELLINGS)
+def test_a_held_change_stays_held_however_the_root_is_spelled(mono, tmp_path, spelling):
+    assert check(mono, ".env")["decision"] == "deny"  # approved: the repository's deny rules apply
+    records = _records()
+    (mono / ".git").write_text("gitdir: /nowhere\n")  # a loosening: held for the next sessions
+    assert check(mono, ".env", fresh_state(tmp_path))["decision"] == "allow"  # what a missed record gives
+    root = ROOT_SPELLINGS[spelling](mono)
+    checked = rootguard("check", "--json", "--root", root, "--op", "read", str(mono / ".env"), cwd=mono)
+    assert json.loads(checked.stdout)["decision"] == "deny", checked.stderr
+    assert "would loosen the policy" in checked.stderr
+    ran = rootguard("run", "--root", root, "--", "cat", str(mono / ".env"), cwd=mono)
+    assert "live-token" not in ran.stdout and "would loosen the policy" in ran.stderr
+    held = rootguard("config", "held", "--json", root, cwd=mono)
+    assert held.returncode == 1 and json.loads(held.stdout)["held"][0]["root"] == str(mono)
+    assert _records() == records  # no second record under another spelling

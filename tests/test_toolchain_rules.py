@@ -284,3 +284,36 @@ def test_a_toolchain_rule_fills_a_gap_only():
         policy = Policy(build_scope(("/w/app",), config), [("/w/app", config)])
         decision = policy.decide_target("read", Target("/w/node_modules/.pnpm/zod@3/index.js"))
         assert decision.decision == expected, (rules, decision)
+
+
+@needs_bwrap
+@pytest.mark.parametrize("spelling", ["{root}/", "{root}/.", "/{root}", "link"])
+def test_a_held_toolchain_mount_stays_held_however_the_root_is_spelled(mono: Path, tmp_path: Path, spelling: str):
+    root = app(mono)
+    read_base = ["sh", "-c", "cat ../../tsconfig.base.json"]
+    assert cli("run", "--root", root, "--", *read_base, cwd=root).returncode != 0  # first use: approved
+    (mono / "packages/app/tsconfig.json").write_text('{"extends": "../../tsconfig.base.json"}')
+    if spelling == "link":
+        (tmp_path / "app-link").symlink_to(root, target_is_directory=True)
+        other = str(tmp_path / "app-link")
+    else:
+        other = spelling.format(root=root)
+    shown = cli("check", "--json", "--toolchain", "--root", other, "--op", "read", f"{mono}/tsconfig.base.json")
+    assert json.loads(shown.stdout)["decision"] != "allow" and "held" in shown.stderr, shown.stderr
+    held_run = cli("run", "--root", other, "--", *read_base, cwd=root)
+    assert "strict" not in held_run.stdout and f"toolchain mount {mono}/tsconfig.base.json held" in held_run.stderr
+    assert cli("config", "held", other).returncode == 1
+
+
+def test_the_trust_store_finds_a_record_under_any_spelling_of_its_root(tmp_path: Path):
+    from lsp_bridge.core.config_trust import ConfigFileText, Recorded, TrustStore
+
+    root = tmp_path.resolve() / "w" / "app"
+    root.mkdir(parents=True)
+    (tmp_path / "link").symlink_to(root, target_is_directory=True)
+    store = TrustStore(str(tmp_path / "approved"))
+    store.record(str(root), Recorded((ConfigFileText("project", f"{root}/.rootguard.toml", "version = 2\n"),)))
+    for spelling in (f"{root}/", f"{root}/.", f"/{root}", f"{root}/../app", str(tmp_path / "link")):
+        assert store.path_for(spelling) == store.path_for(str(root))
+        kept = store.recorded(spelling)
+        assert kept is not None and kept.files[0].text == "version = 2\n"

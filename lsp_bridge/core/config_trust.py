@@ -19,8 +19,9 @@ applies as before.
 The first use of a root records what it finds (a project file can never widen access
 beyond the editor's folders: its allows outside them are reduced to ``request``).
 
-One file per root: ``<state dir>/approved/<sha256 of the root>.json``, written
-atomically; the user file's record is kept with each root, because what it allows
+One file per root: ``<state dir>/approved/<sha256 of the root's canonical path>.json``,
+written atomically (every spelling of a root, a symbolic link to it included, finds the one
+record: another spelling must never count as a first use); the user file's record is kept with each root, because what it allows
 is judged together with that root's project file.
 """
 
@@ -33,7 +34,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from lsp_bridge.core.atomic import atomic_write
-from lsp_bridge.core.paths import read_regular
+from lsp_bridge.core.paths import read_regular, realpath
 
 MAX_RECORD_BYTES = 4 * 1024 * 1024  # two configuration files of at most 1 MiB each, and their paths
 FORMAT = 1
@@ -79,6 +80,16 @@ class Recorded:
         return places
 
 
+def record_key(root: str | None) -> str:
+    """The name a root's record is kept under: its canonical path (``""`` for no root). A relative
+    root (never one Root Guard uses) is kept as given rather than read against the current directory."""
+    if not root:
+        return ""
+    if not os.path.isabs(root) or "\x00" in root:
+        return root
+    return realpath(root)
+
+
 class RecordError(ValueError):
     """A record that cannot be read back; the message names the file."""
 
@@ -96,7 +107,7 @@ class TrustStore:
         return cls(os.path.join(platformdirs.user_state_dir("rootguard"), "approved"))
 
     def path_for(self, root: str | None) -> str:
-        digest = hashlib.sha256((root or "").encode("utf-8", "surrogateescape")).hexdigest()
+        digest = hashlib.sha256(record_key(root).encode("utf-8", "surrogateescape")).hexdigest()
         return os.path.join(self.directory, f"{digest}.json")
 
     def recorded(self, root: str | None) -> Recorded | None:
@@ -109,7 +120,7 @@ class TrustStore:
             raise RecordError(f"{path}: not a readable regular file of at most {MAX_RECORD_BYTES} bytes")
         try:
             document = json.loads(data)
-            if document.get("format") != FORMAT or document.get("root") != (root or ""):
+            if document.get("format") != FORMAT or document.get("root") != record_key(root):
                 raise ValueError("another format or another root")
             files = tuple(ConfigFileText(str(f["source"]), str(f["path"]), str(f["text"]))
                           for f in document["files"] if f["source"] in ("user", "project"))
@@ -131,7 +142,7 @@ class TrustStore:
                 kept = None
             if kept is not None and kept.toolchain is not None:
                 recorded = Recorded(recorded.files, recorded.stop, kept.toolchain)
-        document = {"format": FORMAT, "root": root or "", **recorded.to_json()}
+        document = {"format": FORMAT, "root": record_key(root), **recorded.to_json()}
         text = json.dumps(document, ensure_ascii=False, indent=1) + "\n"
         path = self.path_for(root)
         if read_regular(path, MAX_RECORD_BYTES + 1) == text.encode("utf-8", "surrogateescape"):

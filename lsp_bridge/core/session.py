@@ -18,7 +18,7 @@ from lsp_bridge.core import toolchain as toolchain_rules
 from lsp_bridge.core.config import ConfigKeeper, Held, config_candidates
 from lsp_bridge.core.config_trust import Recorded, RecordError, TrustStore
 from lsp_bridge.core.diagnostics import Diagnostic
-from lsp_bridge.core.paths import is_within
+from lsp_bridge.core.paths import is_within, realpath
 from lsp_bridge.core.scope import Scope, build_scope
 from lsp_bridge.core.settings import DENY_ALL, Config
 from lsp_bridge.core.toolchain import Refusal, ToolchainMount
@@ -47,7 +47,9 @@ class Session:
     _toolchain_change: Held | None = None
 
     def set_folders(self, folders: Sequence[str]) -> None:
-        self.folders = tuple(folders)
+        """Each folder by its canonical name (``canonical_folders``): every entry point, whatever it was
+        given, keeps one configuration and one approved record per folder."""
+        self.folders = canonical_folders(folders)
         self._keepers = {f: self._keepers.get(f) or self._keeper(f) for f in self.folders}
         self.rebuild()
 
@@ -223,6 +225,20 @@ class Session:
         if self.scope is not None:
             found += [d for d in self.scope.diagnostics if d not in found]
         return found
+
+
+def canonical_folders(folders: Sequence[str]) -> tuple[str, ...]:
+    """``folders`` by their canonical names (symbolic links, ``.``, ``..``, doubled and trailing slashes
+    resolved), each once. The approved configuration is kept per folder: another spelling of a root
+    must find that root's record, never a fresh one that approves what is on disk. A relative folder
+    (or one with a NUL byte) stays as given: the scope rejects it with a diagnostic."""
+    found: list[str] = []
+    for folder in folders:
+        usable = isinstance(folder, str) and os.path.isabs(folder) and "\x00" not in folder
+        path = realpath(folder) if usable else folder
+        if path not in found:
+            found.append(path)
+    return tuple(found)
 
 
 def _config_root(folder: str) -> str | None:

@@ -108,7 +108,7 @@ class RootTracker(WideningText):
             if implicit is not None and self.union.paths:
                 # A folder opened on its own is what the person chose.
                 self.store.acknowledge([implicit], self.union.paths, time.time())
-        added = tuple(f for f in folders if f not in old_folders)
+        added = tuple(f for f in self.session.folders if f not in old_folders)  # both canonical
         verb = "adding" if added else ""
         if initial:
             verb, added = self._start_verb()

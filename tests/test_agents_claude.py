@@ -77,7 +77,7 @@ def test_bash_is_a_shell_call_rewritten_with_updated_input():
     assert updated["description"] == "read it" and updated["timeout"] == 5000  # the whole input, the rest unchanged
     argv = shlex.split(updated["command"])
     assert argv[:4] == [sys.executable, "-P", "-m", "lsp_bridge.cli"]
-    assert argv[4:] == ["run", "--root", CWD, "--root", "/srv/extra", "--", "bash", "-c", "cat ../../.env"]
+    assert argv[4:] == ["run", "--root", CWD, "--root", "/srv/extra", "--", "bash", "-c", "--", "cat ../../.env"]
 
 
 def test_a_command_that_looks_confined_is_wrapped_again():

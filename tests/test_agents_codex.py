@@ -72,7 +72,8 @@ def test_exec_command_is_a_shell_call():
     out = json.loads(answer.stdout)["hookSpecificOutput"]
     assert answer.exit_code == 0 and out["permissionDecision"] == "allow"
     argv = shlex.split(out["updatedInput"]["command"])
-    assert argv[:5] == [sys.executable, "-P", "-m", "lsp_bridge.cli", "run"] and argv[-3:] == ["bash", "-c", "cat ../../.env"]
+    assert argv[:5] == [sys.executable, "-P", "-m", "lsp_bridge.cli", "run"]
+    assert argv[-4:] == ["bash", "-c", "--", "cat ../../.env"]
 
 
 def test_an_argv_command_is_rewritten_as_argv():

@@ -58,7 +58,7 @@ def test_bash_is_rewritten_through_modified_args():
     assert call.is_shell
     body = json.loads(copilot.confine(call, [CWD], "Root Guard: confined").stdout)
     assert body["permissionDecision"] == "allow" and body["modifiedArgs"]["description"] == "d"
-    assert shlex.split(body["modifiedArgs"]["command"])[-3:] == ["bash", "-c", "cat ../../.env"]
+    assert shlex.split(body["modifiedArgs"]["command"])[-4:] == ["bash", "-c", "--", "cat ../../.env"]
 
 
 def test_deny_answer():

@@ -65,7 +65,7 @@ def test_run_shell_command_is_rewritten_through_tool_input():
     assert body["hookSpecificOutput"]["hookEventName"] == "BeforeTool"
     updated = body["hookSpecificOutput"]["tool_input"]
     assert updated["description"] == "x" and updated["directory"] == "sub"
-    assert shlex.split(updated["command"])[-3:] == ["bash", "-c", "cat ../../.env"]
+    assert shlex.split(updated["command"])[-4:] == ["bash", "-c", "--", "cat ../../.env"]
 
 
 def test_deny_answer():

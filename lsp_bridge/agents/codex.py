@@ -2,9 +2,10 @@
 
 Input: Claude's shape plus ``turn_id`` and ``model``. Its shell tool (``exec_command``)
 arrives as ``tool_name: "Bash"`` with ``tool_input.command`` (a string, or an argv list in
-older releases; ``cmd`` is read too); ``apply_patch`` as ``tool_name: "apply_patch"`` with
-the raw patch text in ``tool_input.command`` (``input`` or ``patch`` are read too). A shell
-command that carries a patch (``apply_patch <<'EOF'``) has its headers decided as well.
+older releases; ``cmd`` is read too, and a call carrying both is refused); ``apply_patch`` as
+``tool_name: "apply_patch"`` with the raw patch text in ``tool_input.command`` (``input`` or
+``patch`` are read too). A shell command that carries a patch (``cd DIR && apply_patch <<'EOF'``)
+has its headers decided in the directory Codex applies it in (``patch.shell_patch_accesses``).
 
 Answers: Claude's deny JSON with exit 2; a shell command rewritten with ``updatedInput``
 (and ``permissionDecision: "allow"``, which Codex accepts only alongside a rewrite).
@@ -13,6 +14,7 @@ Answers: Claude's deny JSON with exit 2; a shell command rewritten with ``update
 from __future__ import annotations
 
 import json
+import os
 import shlex
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
@@ -23,6 +25,7 @@ from lsp_bridge.agents.model import (
     Answer,
     HookInputError,
     ToolCall,
+    UndecidableCall,
     absolute_cwd,
     blocked,
     generic_accesses,
@@ -30,7 +33,7 @@ from lsp_bridge.agents.model import (
     require_object,
     text_field,
 )
-from lsp_bridge.agents.patch import looks_like_patch, patch_accesses
+from lsp_bridge.agents.patch import patch_accesses, shell_patch_accesses
 from lsp_bridge.agents.shell import confined, confined_argv
 
 if TYPE_CHECKING:
@@ -41,6 +44,7 @@ LABEL = "Codex CLI"
 EVENTS = ("PreToolUse",)
 SHELL_TOOLS = ("Bash", "exec_command", "shell", "local_shell", "unified_exec")
 PATCH_TOOLS = ("apply_patch",)
+SHELL_KEYS = ("command", "cmd")
 HAS_ASK = False
 REWRITES_SHELL = True  # allow + updatedInput: checked against the real CLI by the end-to-end tests
 
@@ -63,13 +67,26 @@ def parse(payload: Any, env: Mapping[str, str]) -> ToolCall:
         if not found:
             raise HookInputError("apply_patch names no file (no *** Add/Update/Delete File header)")
     elif tool in SHELL_TOOLS:
-        key = "command" if "command" in args else "cmd"
+        keys = [k for k in SHELL_KEYS if k in args]
+        if len(keys) > 1:
+            raise UndecidableCall("the shell call carries both `command` and `cmd`: which one Codex runs is not "
+                                  "certain, so neither runs")
+        key = keys[0] if keys else "command"
         shell = _command_text(args.get(key), key)
-        if looks_like_patch(shell):
-            found = patch_accesses(shell, cwd, env)
+        found = shell_patch_accesses(args[key], _workdir(args, cwd), env)
     else:
         found = generic_accesses(tool, args, cwd, env)
     return ToolCall(NAME, event, session, cwd, tool, args, tuple(found), shell, key, correlation=correlation)
+
+
+def _workdir(args: Mapping[str, Any], cwd: str) -> str:
+    """Where the command runs (``workdir``, read against ``cwd``): where a patch's headers are read."""
+    workdir = args.get("workdir")
+    if workdir is None:
+        return cwd
+    if not isinstance(workdir, str) or not workdir or "\x00" in workdir:
+        raise HookInputError("tool_input.workdir must be a non-empty path")
+    return os.path.join(cwd, workdir)
 
 
 def _patch_text(args: Mapping[str, Any]) -> str:

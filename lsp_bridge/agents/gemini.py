@@ -69,7 +69,7 @@ def parse(payload: Any, env: Mapping[str, str]) -> ToolCall:
     elif tool in ("list_directory", "ls"):
         found = accesses("read", path_values(args, PATH_ARGS) or ["."], cwd, env)
     elif tool in ("glob", "grep_search", "search_file_content", "grep"):
-        found = _search(args, cwd, env)
+        found = _search(tool, args, cwd, env)
     elif tool == "read_many_files":
         found = _many(args, cwd, env)
     elif tool in SHELL_TOOLS:
@@ -87,11 +87,14 @@ def _one_path(args: Mapping[str, Any], tool: str) -> list[str]:
     return values
 
 
-def _search(args: Mapping[str, Any], cwd: str, env: Mapping[str, str]) -> list[Access]:
+def _search(tool: str, args: Mapping[str, Any], cwd: str, env: Mapping[str, str]) -> list[Access]:
     bases = path_values(args, PATH_ARGS) or ["."]
     pattern = args.get("pattern")
-    if isinstance(pattern, str) and "/" in pattern and any(c in pattern for c in GLOB_CHARS):
-        prefix = glob_base(pattern)  # glob's pattern may climb: "../../**/.env"
+    if not isinstance(pattern, str) or not pattern:
+        return accesses("read", bases, cwd, env)
+    if tool == "glob" or "/" in pattern and any(c in pattern for c in GLOB_CHARS):
+        # glob's pattern may climb ("../../**/.env") or name a path outright ("../../.env", "/srv/x")
+        prefix = glob_base(pattern)
         bases = [under(b, prefix) for b in bases]
     return accesses("read", bases, cwd, env)
 

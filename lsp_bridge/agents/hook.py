@@ -29,7 +29,16 @@ from types import ModuleType
 from typing import TYPE_CHECKING
 
 from lsp_bridge.agents import AGENTS, agent_module
-from lsp_bridge.agents.model import EXIT_BLOCK, NO_OBJECTION, Access, Answer, HookInputError, ToolCall, one_line
+from lsp_bridge.agents.model import (
+    EXIT_BLOCK,
+    NO_OBJECTION,
+    Access,
+    Answer,
+    HookInputError,
+    ToolCall,
+    UndecidableCall,
+    one_line,
+)
 
 if TYPE_CHECKING:
     from typing import Any
@@ -92,6 +101,8 @@ def run(name: str, raw: bytes, env: Mapping[str, str], *, started: float | None 
     module = agent_module(name)
     try:
         call = module.parse(_json(raw), env)
+    except UndecidableCall as err:
+        return _blocked(module, None, f"Root Guard: {module.LABEL} call not decided: {err}; the call is blocked")
     except HookInputError as err:
         return _blocked(module, None, f"Root Guard: malformed {module.LABEL} hook input: {err}; the call is blocked")
     if watchdog is not None:

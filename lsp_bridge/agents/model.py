@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import posixpath
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -24,16 +25,28 @@ PATH_KEYS = (
     "dir", "directory", "target", "source", "destination", "dest", "src", "target_file", "relative_path",
 )
 PATH_LIST_KEYS = ("paths", "files", "file_paths", "directories")
+# In an unknown tool's arguments, a key whose name contains one of these holds a path (``filepath``,
+# ``targetFolder``, ``resourceUri``...), whatever its value looks like.
+PATH_KEY_WORDS = ("path", "file", "dir", "uri", "folder")
+_SOURCE_KEYS = ("source", "src", "from", "old_path", "oldPath", "source_path", "sourcePath")
+_DEST_KEYS = ("destination", "dest", "to", "target", "new_path", "newPath", "destination_path", "destinationPath")
+_RENAME_WORDS = ("move", "rename")
 # A tool whose name says it changes files: its paths are decided for write (delete for removals).
 _WRITE_WORDS = ("write", "edit", "create", "save", "put", "patch", "replace", "append", "update", "insert",
                 "mkdir", "move", "rename", "copy", "upload", "set")
 _DELETE_WORDS = ("delete", "remove", "unlink", "rmdir", "trash")
 GLOB_CHARS = "*?[{"
-MAX_PATHS = 256  # more paths than this in one call is decided as a refusal (hook reasons stay readable)
+MAX_PATHS = 256  # more path-like values than this in one unknown tool's call: refused (hook reasons stay readable)
+MAX_DEPTH = 64  # an unknown tool's arguments nested deeper than this: refused (never a value left unread)
 
 
 class HookInputError(ValueError):
     """The hook's stdin is not what the agent sends: one line that names the field."""
+
+
+class UndecidableCall(HookInputError):
+    """Well-formed input the hook cannot fully read (too deep, too many paths, a glob that climbs
+    after a wildcard...): the call is refused, saying why."""
 
 
 @dataclass(frozen=True)
@@ -168,7 +181,11 @@ def _squash(path: str) -> str:
 
 
 def glob_base(pattern: str) -> str:
-    """The literal directory part of a glob pattern: ``../../**/.env`` -> ``../..``."""
+    """The literal directory part of a glob pattern: ``../../**/.env`` -> ``../..``.
+
+    A pattern that can climb or jump past that base (a ``..`` after a wildcard or inside braces:
+    ``*/../../.env``, ``{.,../..}/.env``; a brace alternative that is absolute: ``{/etc,.}/x``) is
+    refused: the base would not bound what it matches."""
     parts = pattern.split("/")
     literal: list[str] = []
     for part in parts[:-1]:
@@ -178,10 +195,18 @@ def glob_base(pattern: str) -> str:
     else:
         if parts and not any(c in parts[-1] for c in GLOB_CHARS):
             literal.append(parts[-1])  # no glob at all: the pattern names a path
+    rest = "/".join(parts[len(literal):])
+    if _CLIMBS.search(rest):
+        raise UndecidableCall(f"the glob pattern {pattern!r} climbs (`..`) or jumps to an absolute path after a "
+                              "wildcard or inside braces, so no folder bounds what it matches; name the folder "
+                              "before the first wildcard")
     base = "/".join(literal)
     if pattern.startswith("/") and not base:
         return "/"
     return base or "."
+
+
+_CLIMBS = re.compile(r"(?:^|[/{,])\.\.(?:$|[/},])|[{,][/~]")
 
 
 def under(base: str, relative: str) -> str:
@@ -222,38 +247,103 @@ def path_values(args: Mapping[str, Any], keys: Iterable[str] = PATH_KEYS, *, lis
 
 
 def path_like(value: Any) -> bool:
-    return isinstance(value, str) and (value.startswith(("/", "~/", "./", "../")) or value in ("~", ".", ".."))
+    return isinstance(value, str) and (value.startswith(("/", "~/", "./", "../")) or value in ("~", ".", "..")
+                                       or value[:6].lower() == "file:/")
+
+
+def path_key(key: str | None) -> bool:
+    """Whether an unknown tool's argument named ``key`` holds a path (``filepath``, ``targetFolder``...)."""
+    if key is None:
+        return False
+    name = key.lower()
+    return key in PATH_KEYS or key in PATH_LIST_KEYS or any(w in name for w in PATH_KEY_WORDS)
+
+
+def file_uri_path(value: str) -> str:
+    """The local path a ``file:`` URI names (percent-decoded); a URI naming another host, or one
+    that is not ``file:/PATH`` / ``file://[localhost]/PATH``, is refused."""
+    from urllib.parse import unquote
+
+    rest = value[5:]
+    if rest.startswith("//"):
+        host, slash, path = rest[2:].partition("/")
+        if host.lower() not in ("", "localhost"):
+            raise UndecidableCall(f"the file URI {value!r} names the host {host!r}, not this machine")
+        rest = slash + path
+    if not rest.startswith("/"):
+        raise UndecidableCall(f"the file URI {value!r} names no absolute path")
+    try:
+        path = unquote(rest, errors="strict")
+    except UnicodeDecodeError:
+        raise UndecidableCall(f"the file URI {value!r} is not UTF-8 once decoded") from None
+    if "\x00" in path:
+        raise UndecidableCall(f"the file URI {value!r} contains a NUL byte")
+    return path
 
 
 def generic_accesses(tool: str, args: Mapping[str, Any], cwd: str, env: Mapping[str, str]) -> list[Access]:
-    """An unknown tool (an MCP tool, a new built-in): its path-like arguments, for the operation
-    its name suggests. Nested objects and lists are looked into (at most a few levels)."""
+    """An unknown tool (an MCP tool, a new built-in): its path-like arguments (and every argument
+    whose name says it is a path), for the operation its name suggests; a move or rename with a
+    source and a destination is a rename. Nested objects and lists are looked into, to
+    ``MAX_DEPTH`` levels; deeper, more than ``MAX_PATHS`` paths, or a NUL in a string is refused."""
     values: list[str] = []
     _collect(args, values, depth=0)
     if not values:
         return []
     name = tool.lower()
+    renamed = _renames(name, args, cwd, env)
+    if renamed is not None:
+        return renamed
     if any(w in name for w in _DELETE_WORDS):
         op: str | tuple[str, ...] = "delete"
     elif any(w in name for w in _WRITE_WORDS):
         op = "write"
     else:
         op = "read"
-    return accesses(op, [glob_base(v) if any(c in v for c in GLOB_CHARS) else v for v in values], cwd, env)
+    return accesses(op, [_literal(v) for v in values], cwd, env)
+
+
+def _literal(value: str) -> str:
+    """A collected value as the path it names: a ``file:`` URI decoded, a glob's base."""
+    if value[:5].lower() == "file:":
+        value = file_uri_path(value)
+    return glob_base(value) if any(c in value for c in GLOB_CHARS) else value
+
+
+def _renames(name: str, args: Mapping[str, Any], cwd: str, env: Mapping[str, str]) -> list[Access] | None:
+    """A ``*move*``/``*rename*`` tool with one source and one destination argument: the rename
+    ``rootguard check --op rename`` decides (the source deleted, the destination written); its other
+    path arguments are read. None when the tool is not shaped so."""
+    if not any(w in name for w in _RENAME_WORDS):
+        return None
+    sources = [args[k] for k in _SOURCE_KEYS if isinstance(args.get(k), str) and args[k]]
+    dests = [args[k] for k in _DEST_KEYS if isinstance(args.get(k), str) and args[k]]
+    if len(sources) != 1 or len(dests) != 1:
+        return None
+    found = [Access("rename", s, d) for s in expand(_literal(sources[0]), cwd, env)
+             for d in expand(_literal(dests[0]), cwd, env)]
+    others: list[str] = []
+    _collect({k: v for k, v in args.items() if k not in _SOURCE_KEYS and k not in _DEST_KEYS}, others, depth=0)
+    return found + accesses("read", [_literal(v) for v in others], cwd, env)
 
 
 def _collect(value: Any, out: list[str], depth: int, key: str | None = None) -> None:
-    if depth > 4 or len(out) > MAX_PATHS:
-        return
+    if depth > MAX_DEPTH:
+        raise UndecidableCall(f"the tool's arguments are nested deeper than {MAX_DEPTH} levels")
     if isinstance(value, dict):
         for k, v in value.items():
             _collect(v, out, depth + 1, k if isinstance(k, str) else None)
     elif isinstance(value, list):
         for v in value:
             _collect(v, out, depth + 1, key)
-    elif isinstance(value, str) and value and "\x00" not in value:
-        if path_like(value) or (key in PATH_KEYS or key in PATH_LIST_KEYS) and "\n" not in value:
+    elif isinstance(value, str) and value:
+        if "\x00" in value:
+            raise UndecidableCall(f"tool argument `{key}` contains a NUL byte" if key else
+                                  "a tool argument contains a NUL byte")
+        if path_like(value) or path_key(key) and "\n" not in value:
             out.append(value)
+            if len(out) > MAX_PATHS:
+                raise UndecidableCall(f"the tool names more than {MAX_PATHS} paths in one call")
 
 
 def one_line(text: str) -> str:

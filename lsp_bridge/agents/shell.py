@@ -2,8 +2,9 @@
 
 A hook cannot see what a shell command opens, so the shell tools (Claude ``Bash``, Codex
 ``exec_command``, Gemini ``run_shell_command``, Copilot ``bash``) are rewritten to run the
-same command under ``rootguard run --root FOLDER... -- bash -c COMMAND`` with the window's
-folders (the sandbox builds the same union from them). The rewrite always wraps: a command
+same command under ``rootguard run --root FOLDER... -- bash -c -- COMMAND`` with the window's
+folders (the sandbox builds the same union from them; the ``--`` after ``-c`` keeps a command that
+starts with ``-`` or ``+`` the command text, never bash's options). The rewrite always wraps: a command
 that already looks like a ``rootguard run`` line is wrapped again (the model may have
 written one with wider roots; the outer sandbox holds either way).
 
@@ -62,7 +63,7 @@ def confined_argv(argv: Sequence[str], roots: Sequence[str]) -> list[str]:
 
 def confined(command: str, roots: Sequence[str]) -> str:
     """The shell line that runs ``command`` (a shell line) under ``rootguard run`` with ``roots``."""
-    return shlex.join(confined_argv(["bash", "-c", command], roots))
+    return shlex.join(confined_argv(["bash", "-c", "--", command], roots))
 
 
 def hook_command(agent: str) -> str:

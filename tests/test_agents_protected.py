@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -28,7 +29,28 @@ PROTECTED = [
 ]
 INSTRUCTIONS = ["AGENTS.md", "CLAUDE.md", "CLAUDE.local.md", "GEMINI.md", "docs/AGENTS.md",
                 ".github/copilot-instructions.md"]
-ORDINARY = [".claude/commands/review.md", ".github/workflows/ci.yml", "src/AGENTS.md.bak", "notes/claude.md"]
+# Files editors and agents read by themselves, in any folder: a workspace file widens the editor's roots,
+# the rest configure an agent, steer its next session or run commands (pre-commit, Zed tasks).
+EDITOR_AND_AGENT_FILES = [
+    "team.code-workspace", "sub/app.code-workspace", ".claude/commands/review.md", ".claude/agents/reviewer.md",
+    ".claude/skills/deploy/SKILL.md", ".devcontainer.json", ".cursorrules", ".windsurfrules", ".windsurf/rules/r.md",
+    ".github/instructions/py.instructions.md", ".github/prompts/fix.prompt.md", ".github/agents/x.agent.md",
+    ".github/chatmodes/plan.chatmode.md", ".amazonq/rules/r.md", ".kiro/steering/s.md", ".roo/rules/r.md",
+    "opencode.json", "opencode.jsonc", ".opencode/agent/x.md", ".continue/config.yaml", ".aider.conf.yml",
+    ".zed/settings.json", ".zed/tasks.json", ".pre-commit-config.yaml",
+]
+# The same kind of file at user level, when a root holds the home folder (relative to it).
+USER_LEVEL_FILES = [
+    ".config/Code/User/settings.json", ".config/Code/User/mcp.json", ".config/Code/User/tasks.json",
+    ".config/Code/User/profiles/4f2a/settings.json", ".config/Code - Insiders/User/settings.json",
+    ".config/VSCodium/User/mcp.json", ".local/share/code-server/User/settings.json",
+    ".local/share/code-server/User/mcp.json", ".local/share/code-server/User/tasks.json", ".claude.json",
+    ".gitconfig", ".config/git/config", ".config/git/attributes",
+]
+ORDINARY = [".github/workflows/ci.yml", "src/AGENTS.md.bak", "notes/claude.md", "notes/team.code-workspace.md",
+            ".zed/themes/dark.json", "docs/cursorrules.txt", ".github/instructions.md"]
+USER_ORDINARY = [".config/Code/User/keybindings.json", ".config/Code/User/globalStorage/state.vscdb",
+                 ".local/share/code-server/logs/x.log", ".claude.json.txt", ".config/gitk", "notes.txt"]
 
 
 def check(root: Path, op: str, path: Path, env: dict | None = None) -> tuple[int, dict]:
@@ -53,6 +75,64 @@ def test_writing_an_agents_own_files_needs_approval_existing_or_not(project: Pat
     assert (code, data["decision"]) == (3, "request"), data
     assert code == check(project, "delete", target)[0] == 3
     assert check(project, "read", target)[0] == 0  # reading stays free
+
+
+@pytest.mark.parametrize("relative", EDITOR_AND_AGENT_FILES)
+def test_writing_editor_and_agent_files_needs_approval_existing_or_not(project: Path, relative: str):
+    target = project / relative
+    code, data = check(project, "write", target)
+    assert (code, data["decision"]) == (3, "request"), data
+    assert "protected target" in data["reason"]
+    assert check(project, "read", target)[0] == 0  # reading stays free
+
+
+@pytest.mark.parametrize("relative", USER_LEVEL_FILES)
+def test_writing_user_level_editor_agent_and_git_configuration_needs_approval(isolated_user: Path, relative: str):
+    home = isolated_user
+    code, data = check(home, "write", home / relative)
+    assert (code, data["decision"]) == (3, "request"), data
+    assert check(home, "read", home / relative)[0] == 0
+
+
+@pytest.mark.parametrize("relative", USER_ORDINARY)
+def test_other_user_level_files_stay_writable(isolated_user: Path, relative: str):
+    assert check(isolated_user, "write", isolated_user / relative)[0] == 0
+
+
+async def test_the_mcp_server_asks_before_writing_a_workspace_file(project: Path):
+    from tests.test_attacks import serve
+    from tests.test_mcp_server import code as error_code
+
+    async with serve([project], project) as client:
+        refused = await client.call_tool("write_file", {"project_id": project.name,
+                                                        "relative_path": "team.code-workspace",
+                                                        "content": '{"folders": [{"path": "/"}]}'})
+        written = await client.call_tool("write_file", {"project_id": project.name, "relative_path": "notes.md",
+                                                        "content": "x\n"})
+    assert error_code(refused) == "no_approver" and not (project / "team.code-workspace").exists()
+    assert error_code(written) is None and (project / "notes.md").read_text() == "x\n"
+
+
+@pytest.mark.skipif(shutil.which("bwrap") is None, reason="needs bubblewrap")
+def test_rootguard_run_binds_the_existing_ones_read_only(isolated_user: Path):
+    """The sandbox uses the same list: in a root holding the home folder, each existing file is bound
+    read-only (the walk stops at its name, or it is one of the user-level paths)."""
+    home = isolated_user
+    existing = [".gitconfig", ".claude.json", ".config/Code/User/settings.json",
+                ".config/Code/User/profiles/4f2a/settings.json", ".local/share/code-server/User/tasks.json",
+                "proj/team.code-workspace", "proj/.zed/settings.json", "proj/.claude/commands/review.md",
+                "proj/.pre-commit-config.yaml", "proj/.github/instructions/py.instructions.md"]
+    for relative in existing:
+        (home / relative).parent.mkdir(parents=True, exist_ok=True)
+        (home / relative).write_text("original\n")
+    (home / "notes.txt").write_text("original\n")
+    script = "; ".join(f"echo changed >> '{home / r}' 2>/dev/null && echo 'wrote {r}'" for r in [*existing, "notes.txt"])
+    done = subprocess.run([sys.executable, "-m", "lsp_bridge.cli", "run", "--root", str(home), "--", "sh", "-c", script],
+                          capture_output=True, text=True, timeout=120, cwd=home,
+                          env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == ["wrote notes.txt"], done.stdout
+    assert all((home / r).read_text() == "original\n" for r in existing)
 
 
 @pytest.mark.parametrize("relative", ORDINARY)
@@ -146,9 +226,9 @@ def test_the_sandbox_walk_stops_at_every_protected_name_the_engine_knows(tmp_pat
     """``rootguard run``'s walk looks for protected targets by name (core/protected.py's lists, not a
     copy): every name it stops at is one the engine protects, and the agents' files are among them."""
     from lsp_bridge.core.protected import (
-        PROTECTED_GITHUB,
+        PROTECTED_CHILDREN,
         PROTECTED_NAMES,
-        PROTECTED_VSCODE,
+        PROTECTED_SUFFIXES,
         ProtectedAreas,
         protected_reason,
     )
@@ -156,8 +236,13 @@ def test_the_sandbox_walk_stops_at_every_protected_name_the_engine_knows(tmp_pat
 
     assert profile.PROTECTED_NAMES is PROTECTED_NAMES
     candidates = [f"{tmp_path}/repo/{name}" for name in PROTECTED_NAMES]
-    candidates += [f"{tmp_path}/repo/.vscode/{name}" for name in PROTECTED_VSCODE]
-    candidates += [f"{tmp_path}/repo/.github/{name}" for name in PROTECTED_GITHUB]
+    candidates += [f"{tmp_path}/repo/{parent}/{name}" for parent, names in PROTECTED_CHILDREN.items() for name in names]
+    candidates += [f"{tmp_path}/repo/x{suffix}" for suffix in PROTECTED_SUFFIXES]
     assert [c for c in candidates if protected_reason(c, ProtectedAreas()) is None] == []
-    named = {p.split("/")[0] for p in PROTECTED + INSTRUCTIONS if not p.startswith((".vscode", ".github", "sub", "docs"))}
-    assert named <= PROTECTED_NAMES
+
+    def walk_stops(relative: str) -> bool:  # the walk's test, on some component of the path
+        parts = relative.split("/")
+        return any(part in PROTECTED_NAMES or part.endswith(PROTECTED_SUFFIXES)
+                   or (i > 0 and part in PROTECTED_CHILDREN.get(parts[i - 1], ())) for i, part in enumerate(parts))
+
+    assert [p for p in PROTECTED + INSTRUCTIONS + EDITOR_AND_AGENT_FILES if not walk_stops(p)] == []

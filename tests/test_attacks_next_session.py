@@ -153,7 +153,8 @@ def test_renaming_a_masked_files_parent_is_stopped_and_undone(mono):
 # --- files editors, shells and agents run by themselves ---------------------------------------
 
 @pytest.mark.parametrize("name", [".vscode/tasks.json", ".envrc", ".devcontainer/devcontainer.json",
-                                  ".husky/pre-commit", ".claude/settings.json", ".mcp.json", ".git/config"])
+                                  ".husky/pre-commit", ".claude/settings.json", ".mcp.json", ".git/config",
+                                  "team.code-workspace", ".zed/tasks.json"])
 def test_an_absent_auto_run_file_cannot_be_made_in_the_sandbox(mono, name):
     target = mono / name
     done = in_sandbox(mono, f"mkdir -p {target.parent} && echo payload > {target}; sleep 5; echo still-running")

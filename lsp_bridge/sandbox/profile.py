@@ -41,7 +41,13 @@ from collections.abc import Callable, Sequence
 
 from lsp_bridge.core.paths import canonical, depth, is_within, relative_to
 from lsp_bridge.core.policy import Decision, Target, inspect
-from lsp_bridge.core.protected import PROTECTED_GITHUB, PROTECTED_NAMES, PROTECTED_VSCODE, protected_reason
+from lsp_bridge.core.protected import (
+    PROTECTED_CHILDREN,
+    PROTECTED_NAMES,
+    PROTECTED_SUFFIXES,
+    protected_reason,
+    user_level_paths,
+)
 from lsp_bridge.sandbox.environment import sandbox_dirs
 from lsp_bridge.sandbox.git_env import WRAPPER_SOURCE, WRAPPER_TARGET, git_env
 from lsp_bridge.sandbox.limits import settings_of
@@ -330,7 +336,7 @@ class _Builder:
                 with contextlib.suppress(OSError):
                     os.makedirs(own, 0o700, exist_ok=True)
         machine = [areas.user_config_dir, areas.user_file, areas.state_dir, areas.cache_dir, *areas.admin_dirs,
-                   areas.runtime_dir, *areas.agent_homes]
+                   areas.runtime_dir, *areas.agent_homes, *user_level_paths(areas)]
         for path in [*self.session.config_files(), *(p for p in machine if p)]:
             if self.state_at(path) == "rw":
                 candidates.setdefault(path, "protected")
@@ -348,6 +354,7 @@ class _Builder:
             except OSError:
                 continue
             budget -= len(entries)
+            children = PROTECTED_CHILDREN.get(os.path.basename(directory), frozenset())
             if budget < 0:
                 raise ProfileError(
                     f"more than {MAX_WALK} entries under {tree}: the rules' globs and protected names "
@@ -359,9 +366,7 @@ class _Builder:
                 path = entry.path
                 name = entry.name
                 is_dir = entry.is_dir(follow_symlinks=False)
-                protected = name in PROTECTED_NAMES or (
-                    name in PROTECTED_VSCODE and os.path.basename(directory) == ".vscode"
-                ) or (name in PROTECTED_GITHUB and os.path.basename(directory) == ".github")
+                protected = name in PROTECTED_NAMES or name in children or name.endswith(PROTECTED_SUFFIXES)
                 if writable and protected and protected_reason(path, self.policy.areas) is not None:
                     if not self.git_writable(path):
                         candidates[path] = "protected"

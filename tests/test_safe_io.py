@@ -45,7 +45,7 @@ def swap_for_link(path: Path, target: Path) -> None:
 
 def test_round_trip_read_write_list_info_move_delete(area):
     root = str(area["root"])
-    assert safe_io.read_file(root, "sub/file.txt", limit=100) == b"inside\n"
+    assert safe_io.read_file(root, "sub/file.txt", limit=100, decided=(None, 1)) == b"inside\n"
     assert safe_io.write_file(root, "sub/new/deep.txt", b"hello") is True  # parents created
     assert safe_io.write_file(root, "sub/new/deep.txt", b"again") is False
     assert (area["root"] / "sub" / "new" / "deep.txt").read_bytes() == b"again"
@@ -87,7 +87,7 @@ def test_write_primitive_refuses_a_swapped_parent_directly(area):
     root = str(area["root"])
     swap_for_link(area["root"] / "sub", area["outside"])
     refused("symlink_not_permitted", safe_io.write_file, root, "sub/victim.txt", b"owned")
-    refused("symlink_not_permitted", safe_io.read_file, root, "sub/victim.txt", limit=100)
+    refused("symlink_not_permitted", safe_io.read_file, root, "sub/victim.txt", limit=100, decided=(None, 1))
     refused("symlink_not_permitted", safe_io.delete_file, root, "sub/victim.txt")
     refused("symlink_not_permitted", safe_listing.list_directory, root, "sub")
     assert (area["outside"] / "victim.txt").read_text() == "outside original\n"
@@ -103,7 +103,7 @@ def test_a_parent_linked_to_a_twin_inside_the_root_is_still_refused(area):
     (twin / "inner" / "file.txt").write_text("the twin's\n")
     shutil.rmtree(area["root"] / "sub")
     (area["root"] / "sub").symlink_to(twin)  # a link on the way, not the last directory: open() follows it
-    refused("symlink_not_permitted", safe_io.read_file, root, "sub/inner/file.txt", limit=100)
+    refused("symlink_not_permitted", safe_io.read_file, root, "sub/inner/file.txt", limit=100, decided=(None, 1))
     refused("symlink_not_permitted", safe_io.write_file, root, "sub/inner/file.txt", b"owned")
     refused("symlink_not_permitted", safe_listing.list_directory, root, "sub/inner")
     refused("symlink_not_permitted", safe_io.delete_file, root, "sub/inner/file.txt")
@@ -115,21 +115,21 @@ def test_deep_paths_and_names_like_procs_removed_mark(area):
     deep = root / "a" / "b (deleted)" / "c"
     deep.mkdir(parents=True)
     (deep / "f.txt").write_text("deep\n")
-    assert safe_io.read_file(str(root), "a/b (deleted)/c/f.txt", limit=100) == b"deep\n"
+    assert safe_io.read_file(str(root), "a/b (deleted)/c/f.txt", limit=100, decided=(None, 1)) == b"deep\n"
     (root / "a" / "x (deleted)").mkdir()
     assert safe_io.write_file(str(root), "a/x (deleted)/g.txt", b"g") is True
-    assert safe_io.read_file(str(root), "a/x (deleted)/g.txt", limit=100) == b"g"
+    assert safe_io.read_file(str(root), "a/x (deleted)/g.txt", limit=100, decided=(None, 1)) == b"g"
     (area["outside"] / "c").mkdir()
     (area["outside"] / "c" / "f.txt").write_text("outside\n")
     shutil.rmtree(root / "a" / "b (deleted)")
     (root / "a" / "b (deleted)").symlink_to(area["outside"])
-    refused("symlink_not_permitted", safe_io.read_file, str(root), "a/b (deleted)/c/f.txt", limit=100)
+    refused("symlink_not_permitted", safe_io.read_file, str(root), "a/b (deleted)/c/f.txt", limit=100, decided=(None, 1))
 
 
 def test_a_directory_moved_out_after_the_decision_is_not_found(area):
     root = str(area["root"])
     os.rename(area["root"] / "sub", area["outside"] / "sub")
-    refused("not_found", safe_io.read_file, root, "sub/file.txt", limit=100)
+    refused("not_found", safe_io.read_file, root, "sub/file.txt", limit=100, decided=(None, 1))
 
 
 def test_leaf_swapped_for_a_link_is_neither_followed_nor_replaced(area):
@@ -137,7 +137,7 @@ def test_leaf_swapped_for_a_link_is_neither_followed_nor_replaced(area):
     leaf = area["root"] / "sub" / "file.txt"
     swap_for_link(leaf, area["outside"] / "victim.txt")
     refused("symlink_not_permitted", safe_io.write_file, root, "sub/file.txt", b"owned")
-    refused("symlink_not_permitted", safe_io.read_file, root, "sub/file.txt", limit=100)
+    refused("symlink_not_permitted", safe_io.read_file, root, "sub/file.txt", limit=100, decided=(None, 1))
     refused("symlink_not_permitted", safe_io.delete_file, root, "sub/file.txt")
     assert (area["outside"] / "victim.txt").read_text() == "outside original\n"
     assert leaf.is_symlink()
@@ -155,13 +155,29 @@ def test_move_never_overwrites_and_never_moves_a_link(area):
 def test_special_files_directories_and_limits(area):
     root = str(area["root"])
     os.mkfifo(area["root"] / "pipe")
-    refused("special_file", safe_io.read_file, root, "pipe", limit=100)  # O_NONBLOCK: no hang
-    refused("is_a_directory", safe_io.read_file, root, "sub", limit=100)
+    refused("special_file", safe_io.read_file, root, "pipe", limit=100, decided=(None, 1))  # O_NONBLOCK: no hang
+    refused("is_a_directory", safe_io.read_file, root, "sub", limit=100, decided=(None, 1))
     refused("is_a_directory", safe_io.delete_file, root, "sub")
-    refused("file_too_large", safe_io.read_file, root, "sub/file.txt", limit=3)
-    refused("not_found", safe_io.read_file, root, "sub/missing.txt", limit=100)
-    refused("invalid_path", safe_io.read_file, root, "sub/../sub/file.txt", limit=100)
-    refused("invalid_path", safe_io.read_file, root, "/etc/passwd", limit=100)
+    refused("file_too_large", safe_io.read_file, root, "sub/file.txt", limit=3, decided=(None, 1))
+    refused("not_found", safe_io.read_file, root, "sub/missing.txt", limit=100, decided=(None, 1))
+    refused("invalid_path", safe_io.read_file, root, "sub/../sub/file.txt", limit=100, decided=(None, 1))
+    refused("invalid_path", safe_io.read_file, root, "/etc/passwd", limit=100, decided=(None, 1))
+
+
+def test_a_read_serves_only_the_file_the_decision_saw(area):
+    """Another file renamed over the name, or a hard link the decision did not know of: ``path_changed``."""
+    root, path = str(area["root"]), area["root"] / "sub" / "file.txt"
+    info = path.stat()
+    seen = ((info.st_dev, info.st_ino), 1)
+    assert safe_io.read_file(root, "sub/file.txt", limit=100, decided=seen) == b"inside\n"
+    (area["root"] / "sub" / "fresh").write_text("replaced\n")
+    os.rename(area["root"] / "sub" / "fresh", path)
+    refused("path_changed", safe_io.read_file, root, "sub/file.txt", limit=100, decided=seen)
+    os.link(area["outside"] / "victim.txt", area["root"] / "sub" / "linked")
+    refused("path_changed", safe_io.read_file, root, "sub/linked", limit=100, decided=(None, 1))
+    linked = (area["root"] / "sub" / "linked").stat()
+    assert safe_io.read_file(root, "sub/linked", limit=100,  # decided knowing its two links: served
+                             decided=((linked.st_dev, linked.st_ino), 2)) == b"outside original\n"
 
 
 def test_walk_does_not_enter_linked_directories(area):

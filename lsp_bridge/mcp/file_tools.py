@@ -137,7 +137,8 @@ class FileTools(ToolSession):
         resolved = resolve_plain(root, given)
         if resolved is None:
             return None
-        result = policy.decide_batch([("read", self._target(resolved))], granted=self.grants).results[0]
+        target, resolved = self._decided(resolved)
+        result = policy.decide_batch([("read", target)], granted=self.grants).results[0]
         access = Access(given, ("read",), resolved=resolved, canonicalization="resolved")
         take_decision(access, result)
         return Plan(tool, args, caller, cid, pid, [access], result.verdict, result.reason, access.code, access.rule)
@@ -224,9 +225,10 @@ class FileTools(ToolSession):
                 access.reason = access.reason or f"{access.given!r} was not resolved; nothing was done"
                 continue
             try:
-                target = self._target(access.resolved)
+                target, access.resolved = self._decided(access.resolved)
                 if access.dest is not None:
-                    items.append(("rename", target, self._target(access.dest)))
+                    dest, access.dest = self._decided(access.dest)
+                    items.append(("rename", target, dest))
                 else:
                     items.append((access.needs, target))
             except PathChanged as changed:

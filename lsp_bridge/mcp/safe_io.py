@@ -52,6 +52,11 @@ class SafeIOError(Exception):
         self.message = message
 
 
+# The file a decision was made on: its (st_dev, st_ino), None when it was not a regular file
+# then (missing, a directory), and its link count (``Resolved.inode`` / ``nlink``, ``Target``).
+Identity = tuple[tuple[int, int] | None, int]
+
+
 class Entry(NamedTuple):
     """One directory entry, links not followed (a tuple: a listing makes thousands)."""
 
@@ -65,14 +70,19 @@ class Entry(NamedTuple):
 # Public operations
 
 
-def read_file(root: str, relative: str, *, limit: int) -> bytes:
-    """The bytes of a regular file, at most ``limit`` of them (else ``file_too_large``)."""
+def read_file(root: str, relative: str, *, limit: int, decided: Identity) -> bytes:
+    """The bytes of a regular file, at most ``limit`` of them (else ``file_too_large``).
+
+    ``decided``: the identity of the file the decision was made on (``require_decided``);
+    the opened descriptor must still be that file.
+    """
     parents, name = split_leaf(relative)
     with open_directory(root, parents) as dfd:
         fd = open_leaf(dfd, name, _READ_FLAGS, relative)
         try:
             info = os.fstat(fd)
             _require_regular(info.st_mode, relative)
+            require_decided(info, decided, relative)
             if info.st_size > limit:
                 raise SafeIOError("file_too_large", f"{relative} has {info.st_size} bytes; the limit is {limit}")
             data = _read_all(fd, limit + 1, first=info.st_size + 1)
@@ -313,6 +323,22 @@ def _require_regular(mode: int, shown: str) -> None:
         raise SafeIOError("is_a_directory", f"{shown} is a directory")
     if not stat.S_ISREG(mode):
         raise SafeIOError("special_file", f"{shown} is not a regular file (FIFO, socket or device)")
+
+
+def require_decided(info: os.stat_result, decided: Identity, shown: str) -> None:
+    """``path_changed`` unless ``info`` (an ``fstat`` of what was opened) is the file the decision saw.
+
+    The name is reached without following a link, but it can be renamed over between the
+    decision and the open: another file there, or a hard link to a denied file, was never
+    decided. Refused: another inode than the decided one, or a regular file with several
+    links where the decision saw one (or none), since the engine asks its hard-link index
+    only about a file it knows has several.
+    """
+    inode, nlink = decided
+    if inode is not None and (info.st_dev, info.st_ino) != inode:
+        raise SafeIOError("path_changed", f"{shown} was replaced after access was decided; nothing was read")
+    if info.st_nlink > 1 and stat.S_ISREG(info.st_mode) and (inode is None or nlink <= 1):
+        raise SafeIOError("path_changed", f"{shown} gained a hard link after access was decided; nothing was read")
 
 
 def require_plain_leaf(mode: int, shown: str) -> None:

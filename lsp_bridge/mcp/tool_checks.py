@@ -121,6 +121,12 @@ def io(resolved: Resolved) -> tuple[str, str]:
     return resolved.root, canonical_rel(resolved)
 
 
+def decided(resolved: Resolved) -> tuple[tuple[int, int] | None, int]:
+    """The identity of the file the engine decided on (``safe_io.require_decided``): ``FileTools`` leaves
+    on every decided ``Resolved`` the (st_dev, st_ino) and link count its ``Target`` carried."""
+    return resolved.inode, resolved.nlink or 1
+
+
 def refuse_outside(resolved: Resolved, tool: str) -> None:
     if resolved.outside:
         raise ToolError("path_outside_project", f"{tool} does not follow a symbolic link out of the project "

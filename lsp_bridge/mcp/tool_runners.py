@@ -12,7 +12,7 @@ from lsp_bridge.core.resolver import (
     Resolved,
 )
 from lsp_bridge.mcp import safe_batch, safe_io, safe_listing
-from lsp_bridge.mcp.tool_checks import canonical_rel, check_size, encode, io, refuse_outside
+from lsp_bridge.mcp.tool_checks import canonical_rel, check_size, decided, encode, io, refuse_outside
 from lsp_bridge.mcp.tool_model import SKIP_DIRS, Limits, Plan, ToolError
 
 
@@ -45,7 +45,7 @@ def _resolved(resolved: Resolved | None) -> Resolved:
 
 
 def _read_text(tools: ToolHost, resolved: Resolved) -> str:
-    data = safe_io.read_file(*io(resolved), limit=tools.limits.read_bytes)
+    data = safe_io.read_file(*io(resolved), limit=tools.limits.read_bytes, decided=decided(resolved))
     text = _text_of(data)
     if text is None:
         raise ToolError("binary_file", f"{resolved.relative} is a binary file; it cannot be edited as text")
@@ -54,7 +54,7 @@ def _read_text(tools: ToolHost, resolved: Resolved) -> str:
 
 def run_read_file(tools: ToolHost, plan: Plan) -> dict:
     resolved = _resolved(plan.accesses[0].resolved)
-    data = safe_io.read_file(*io(resolved), limit=tools.limits.read_bytes)
+    data = safe_io.read_file(*io(resolved), limit=tools.limits.read_bytes, decided=decided(resolved))
     text = _text_of(data)
     return {"project_id": plan.project_id, "relative_path": resolved.relative, "size": len(data),
             "binary": text is None, "text": text}
@@ -151,7 +151,7 @@ def run_search_files(tools: ToolHost, plan: Plan) -> dict:
 
 def _grep(tools: ToolHost, target: Resolved, shown: str, query: str, fold: bool, room: int, counts: dict) -> list[dict]:
     try:
-        data = safe_io.read_file(*io(target), limit=tools.limits.read_bytes)
+        data = safe_io.read_file(*io(target), limit=tools.limits.read_bytes, decided=decided(target))
     except safe_io.SafeIOError:
         return []
     text = _text_of(data)
@@ -171,6 +171,7 @@ def _grep(tools: ToolHost, target: Resolved, shown: str, query: str, fold: bool,
 def run_get_file_info(tools: ToolHost, plan: Plan) -> dict:
     resolved = _resolved(plan.accesses[0].resolved)
     info = safe_io.file_info(*io(resolved))
+    safe_io.require_decided(info, decided(resolved), resolved.relative)
     kind = ("directory" if stat.S_ISDIR(info.st_mode) else "file" if stat.S_ISREG(info.st_mode)
             else "symlink" if stat.S_ISLNK(info.st_mode) else "other")
     modified = datetime.fromtimestamp(info.st_mtime, UTC).isoformat(timespec="seconds").replace("+00:00", "Z")

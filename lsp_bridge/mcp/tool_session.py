@@ -11,6 +11,7 @@ import re
 import threading
 import time
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import cast
 
 from lsp_bridge.approvals.service import SessionGrants
@@ -98,10 +99,22 @@ class ToolSession:
                 return Target(resolved.canonical, inode=resolved.inode, nlink=resolved.nlink)
             inode, nlink = inspect(resolved.canonical)
             return Target(resolved.canonical, inode=inode, nlink=nlink)
-        target = self.policy.resolve(resolved.lexical)
+        try:
+            target = self.policy.resolve(resolved.lexical)
+        except OSError:  # a link on the way removed or replaced while it was read
+            raise PathChanged(f"{resolved.relative} changed while it was being resolved; nothing was done") from None
         if target.canonical != resolved.canonical:
             raise PathChanged(f"{resolved.relative} changed while it was being resolved; nothing was done")
         return target
+
+    def _decided(self, resolved: Resolved) -> tuple[Target, Resolved]:
+        """The engine's view of ``resolved``, and ``resolved`` carrying the file identity of that view:
+        the (st_dev, st_ino) and link count the decision is made on, which the I/O must find again
+        (``tool_checks.decided``, ``safe_io.require_decided``)."""
+        target = self._target(resolved)
+        if (resolved.inode, resolved.nlink) != (target.inode, target.nlink):
+            resolved = replace(resolved, inode=target.inode, nlink=target.nlink)
+        return target, resolved
 
     def shown(self, text: str) -> str:
         """A message for the agent: paths relative to the project, never absolute host paths."""
@@ -184,8 +197,7 @@ class ToolSession:
     def peek(self, root: str, relative: str, need: str = "read") -> tuple[str, Resolved | None]:
         """The verdict for a path found while listing: allow, request or deny."""
         try:
-            resolved = resolve(root, relative.replace("%", "%25"))
-            target = self._target(resolved)
+            target, resolved = self._decided(resolve(root, relative.replace("%", "%25")))
         except (ResolveError, PathChanged):
             return "deny", None
         return self.policy.decide_granted(need, target, self.grants), resolved

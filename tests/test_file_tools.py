@@ -87,6 +87,19 @@ def test_a_path_that_does_not_resolve_is_refused_before_the_engine(shop):
     assert tools.plan("read_file", {"project_id": "nope", "relative_path": "README.md"}).code == "unknown_project"
 
 
+def test_messages_hide_host_paths_and_only_them(shop, tmp_path):
+    tools, tmp_path = tools_for(shop), Path(os.path.realpath(tmp_path))
+    backslash = refused(tools, "read_file", project_id="shop", relative_path="src/..%5c..%5cetc/passwd")
+    assert backslash.message.endswith("contains a backslash after percent-decoding; use '/'"), backslash.message
+    drive = refused(tools, "read_file", project_id="shop", relative_path="C:/x")
+    assert drive.message.startswith("path 'C:/x' is absolute"), drive.message
+    absolute = refused(tools, "read_file", project_id="shop", relative_path="/etc/passwd")
+    assert absolute.message.startswith("path '<outside the project>' is absolute"), absolute.message
+    host = tools.shown(f"{tmp_path}/other and {shop}/src/app.ts and src/app.ts and C:/x and //srv/x")
+    assert host == "<outside the project> and src/app.ts and src/app.ts and C:/x and /<outside the project>"
+    assert str(tmp_path) not in tools.shown(f"through {tmp_path}: no")
+
+
 def test_a_request_needs_an_allowing_answer(shop):
     tools = tools_for(shop)
     plan = tools.plan("read_file", {"project_id": "shop", "relative_path": "vault/notes.txt"})

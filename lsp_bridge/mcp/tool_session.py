@@ -39,6 +39,11 @@ from lsp_bridge.mcp.tool_model import (
     find_projects,
 )
 
+# A host path in a message: ``/`` and a name, not after a word, ``.``, ``~`` or a drive letter's
+# ``C:`` (``C:/x`` is the agent's own spelling, not a path of this machine), to the next space,
+# quote, bracket or separator. A lone ``/`` (``use '/'``) is no path.
+_ABSOLUTE = re.compile(r"(?<![\w.~])(?<!\b[A-Za-z]:)/[^\s'\"(),;:/][^\s'\"(),;:]*")
+
 
 class ToolSession:
     """The file tools over one set of roots: one policy session, one project map."""
@@ -124,7 +129,7 @@ class ToolSession:
         home = os.path.expanduser("~")
         if home and home != os.sep:
             text = text.replace(home + os.sep, "~/")
-        return re.sub(r"(?<![\w.~])/(?:[^\s'\"(),;:]+/)*[^\s'\"(),;:]*", "<outside the project>", text)
+        return _ABSOLUTE.sub("<outside the project>", text)
 
     # -- audit -----------------------------------------------------------------
 

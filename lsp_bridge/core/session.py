@@ -34,7 +34,7 @@ class Session:
     env: Mapping[str, str] = field(default_factory=lambda: os.environ)
     # Where each root's approved configuration is kept (None: nothing is compared across sessions).
     store: TrustStore | None = field(default_factory=TrustStore.default)
-    folders: tuple[str, ...] = ()
+    folders: tuple[str, ...] = field(default=(), init=False)  # canonical: only ``set_folders`` sets them
     _keepers: dict[str, ConfigKeeper] = field(default_factory=dict)
     _extra: dict[str, ConfigKeeper] = field(default_factory=dict)  # roots that are not folders
     scope: Scope | None = None

@@ -3,7 +3,8 @@
 The roots are the live union of the editor window whose folders contain the agent's
 working directory (``windows``); with no window, the agent's project folder
 (``CLAUDE_PROJECT_DIR``, ``GEMINI_PROJECT_DIR``, else the hook's ``cwd``; Copilot's is always
-its ``cwd``). The agent's own extra directories (``places.extra_dirs``) are roots too. The
+its ``cwd``). A sessions directory that exists but cannot be trusted is a ``BoundaryError`` (the
+call is blocked), never that fallback. The agent's own extra directories (``places.extra_dirs``) are roots too. The
 session is built from those folders exactly as ``rootguard check --root`` builds it
 (``core.session.open_session``), and every access is decided by its ``Policy.decide``.
 """
@@ -17,7 +18,7 @@ from typing import TYPE_CHECKING
 
 from lsp_bridge.agents.model import Access, ToolCall
 from lsp_bridge.agents.places import ExtraDir, extra_dirs
-from lsp_bridge.agents.windows import Window, published_windows, window_for
+from lsp_bridge.agents.windows import UntrustedSessions, Window, published_windows, window_for
 
 if TYPE_CHECKING:
     from lsp_bridge.core.policy import Decision
@@ -91,7 +92,13 @@ def boundary_for(call: ToolCall, env: Mapping[str, str]) -> Boundary:
     from lsp_bridge.agents.places import SettingsError
 
     problems: list[str] = []
-    window = window_for(call.cwd, published_windows(problems))
+    try:
+        window = window_for(call.cwd, published_windows(problems))
+    except UntrustedSessions as err:
+        # the window may be narrower than the agent's project folder: falling back would widen
+        raise BoundaryError(f"the editor windows' directory {err.path} cannot be trusted ({err.why}), so the "
+                            "editor window this call is bound to cannot be known; make it a private directory "
+                            "of yours (mode 0700) or remove it") from None
     folders = tuple(f for f in window.folders if os.path.isdir(f)) if window is not None else ()
     if window is not None and not folders:
         raise BoundaryError(f"the editor window {window.label} has no folder left on disk")

@@ -7,14 +7,23 @@ atomically (mode 0600, in a 0700 directory) and removed when the session ends.
 ``rootguard hook`` reads these to find the window whose folders contain the agent's
 working directory, without the tray.
 
-What is read is checked so that a planted or stale file cannot widen anything: the
-directory and each file must be ours and private (no group or other bits), a regular
-file (links are not followed), at most ``MAX_BYTES``; the pid must be a live process of
-ours whose start time is the one recorded (a recycled pid is a stale file); folders must be
-absolute paths. Anything else is skipped (and a stale file of ours removed). The roots
-are then built from the folders with the session's own configuration, as
-``rootguard check --root`` builds them; the published union is shown, never trusted.
-The directory is a protected target (``core/protected.py``): writing there needs approval.
+What is read is checked so that a stale file, or one another user or a confined process could
+leave, is refused: the directory and each file must be ours and private (no group or other bits),
+a regular file (links are not followed), at most ``MAX_BYTES``; the pid must be a live process
+of ours whose start time is the one recorded (a recycled pid, or a record without its start
+time, is refused); folders must be absolute paths. A refused file is skipped (and a stale one
+of ours removed). A sessions directory that exists but cannot be trusted (another owner, open
+to others, a link) raises ``UntrustedSessions``: the hook then blocks instead of falling back
+to the agent's project folder, which may be wider than the window. The roots are then built
+from the folders with the session's own configuration, as ``rootguard check --root`` builds
+them; the published union is shown, never trusted. The directory is a protected target
+(``core/protected.py``): an agent's tools and confined shells cannot write there.
+
+These checks do not authenticate the writer: another unconfined process of the same user (an
+MCP server not run under ``rootguard run``, a shell allowed with ``[agents] shell = "allow"``)
+can write a record that passes them, naming wider folders, just as it could rewrite the user's
+configuration or the agents' settings. Root Guard does not defend against such a process
+(docs/agents.md, "What is defended").
 """
 
 from __future__ import annotations
@@ -34,6 +43,15 @@ MAX_BYTES = 1 << 20
 MAX_FILES = 256
 
 
+class UntrustedSessions(Exception):
+    """The sessions directory, or the runtime directory holding it, exists but cannot be trusted."""
+
+    def __init__(self, path: str, why: str) -> None:
+        super().__init__(f"{path}: {why}")
+        self.path = path
+        self.why = why
+
+
 @dataclass(frozen=True)
 class Window:
     """One editor window, as its session published it."""
@@ -43,7 +61,7 @@ class Window:
     folders: tuple[str, ...]
     union: tuple[str, ...]
     client: str = ""
-    started: float | None = None
+    started: float = 0.0  # the process's start time (``process_start``); 0.0: not recorded (refused)
     worktrees: tuple[tuple[str, str], ...] = ()  # (path, mode)
     agents: tuple[dict, ...] = ()
 
@@ -138,19 +156,22 @@ class Publisher:
 
 
 def published_windows(problems: list[str] | None = None) -> list[Window]:
-    """Every live window's record that passes the checks; ``problems`` collects why others did not."""
+    """Every live window's record that passes the checks; ``problems`` collects why others did not.
+
+    No directory is no window; a directory that exists but cannot be trusted or listed raises
+    ``UntrustedSessions`` (the caller must not fall back to something wider)."""
     problems = [] if problems is None else problems
     directory = sessions_dir()
-    why = _private_directory(directory) or _private_directory(os.path.dirname(directory))
-    if why is not None:
-        if why != "missing":
-            problems.append(f"{directory}: {why}; published windows ignored")
-        return []
+    for path in (os.path.dirname(directory), directory):
+        why = _private_directory(path)
+        if why == "missing":
+            return []
+        if why is not None:
+            raise UntrustedSessions(path, why)
     try:
         names = sorted(n for n in os.listdir(directory) if n.endswith(".json") and not n.startswith("."))
     except OSError as err:
-        problems.append(f"{directory}: {err.strerror}")
-        return []
+        raise UntrustedSessions(directory, f"cannot be listed ({err.strerror})") from None
     windows: list[Window] = []
     for name in names[:MAX_FILES]:
         path = os.path.join(directory, name)
@@ -193,8 +214,15 @@ def read_window(path: str) -> tuple[Window | None, str | None]:
     window, problem = _window(record)
     if window is None:
         return None, problem
-    if not _alive(window):
+    if not _process_of_ours(window.pid):
         return None, "stale"
+    if not window.started:
+        return None, "no start time: a window's record names its process's start time"
+    now = process_start(window.pid)
+    if now is None:
+        return None, f"the start time of pid {window.pid} cannot be read"
+    if now != window.started:
+        return None, "stale"  # the pid was reused
     return window, None
 
 
@@ -211,31 +239,28 @@ def _window(record: object) -> tuple[Window | None, str | None]:
                                                  for f in folders):
         return None, "folders must be absolute paths"
     started = record.get("started")
+    if not isinstance(started, (int, float)) or isinstance(started, bool) or started <= 0:
+        started = 0.0  # not recorded: refused by ``read_window`` (after the stale check)
     worktrees = tuple((w["path"], w["mode"]) for w in record.get("worktrees") or []
                       if isinstance(w, dict) and isinstance(w.get("path"), str) and isinstance(w.get("mode"), str))
     agents = tuple(a for a in record.get("agents") or [] if isinstance(a, dict))
     client = record.get("client") if isinstance(record.get("client"), str) else ""
     return Window(session, pid, tuple(folders), tuple(_strings(record.get("union"))), str(client),
-                  float(started) if isinstance(started, (int, float)) and not isinstance(started, bool) else None,
-                  worktrees, agents), None
+                  float(started), worktrees, agents), None
 
 
-def _alive(window: Window) -> bool:
+def _process_of_ours(pid: int) -> bool:
     try:
-        os.kill(window.pid, 0)
+        os.kill(pid, 0)
     except ProcessLookupError:
         return False
     except PermissionError:
         return False  # another user's process: not a session of ours
     try:
-        if os.stat(f"/proc/{window.pid}").st_uid != os.getuid():
+        if os.stat(f"/proc/{pid}").st_uid != os.getuid():
             return False
     except OSError:
         pass  # no /proc here: the kill check stands
-    if window.started is not None:
-        now = process_start(window.pid)
-        if now is not None and now != window.started:
-            return False  # the pid was reused
     return True
 
 
@@ -246,6 +271,8 @@ def _private_directory(path: str) -> str | None:
         return "missing"
     except OSError as err:
         return err.strerror or "unreadable"
+    if stat.S_ISLNK(info.st_mode):
+        return "a symbolic link, not a directory"
     if not stat.S_ISDIR(info.st_mode):
         return "not a directory"
     if info.st_uid != os.getuid():
@@ -268,7 +295,7 @@ def window_for(cwd: str, windows: Iterable[Window]) -> Window | None:
         entry = window.match(path)
         if entry is None:
             continue
-        key = (-len(entry), len(window.union) or len(window.folders), window.started or 0.0)
+        key = (-len(entry), len(window.union) or len(window.folders), window.started)
         if best is None or key < best:
             best, chosen = key, window
     return chosen

@@ -597,6 +597,25 @@ async def test_a_window_started_wide_warns_like_a_live_change(monorepo):
         await wait_for(lambda: monorepo.repo in wide.log_text(), what="the report in the log")
 
 
+async def test_a_runtime_directory_that_cannot_be_trusted_is_a_status_warning_and_the_window_works_on(monorepo):
+    """The window cannot be published (the rootguard runtime directory is a symlink): the status says so, and the
+    rest of the start-up (the widening warning) still happens; before, the handler died on ``RuntimeDirError``."""
+    from lsp_bridge.agents.windows import sessions_dir
+
+    runtime = Path(sessions_dir()).parent
+    elsewhere = runtime.with_name("rootguard-elsewhere")
+    elsewhere.mkdir(mode=0o700, parents=True)
+    runtime.symlink_to(elsewhere)
+    async with Window() as wide:
+        await wide.start([monorepo.narrow, monorepo.repo])
+        status = await wide.next_status(0, what="first status")
+        shown = [w for w in status["warnings"] if w["code"] == "window-unpublished"]
+        assert shown and str(runtime) in shown[0]["message"] and "agents' hooks" in shown[0]["message"]
+        line = (await wait_for(wide.warnings, what="start-up widening warning"))[0]
+        assert "widened the agent's boundary" in line
+    assert not list(elsewhere.rglob("*.json"))  # nothing published through the link
+
+
 async def test_an_acknowledged_union_started_again_is_quiet_and_a_narrower_one_too(monorepo):
     async with Window() as first:
         first.answer = lambda params: (

@@ -31,13 +31,18 @@ class WindowState(ServerState):
 
         note = self._watcher.limit_note if self._watcher is not None else None
         status = to_json(self.tracker.status(self.approver(), watch_limit=note or None))
+        problem = self.publish_window(status)  # first: a failure is a warning in this very status
+        if problem is not None:
+            status["warnings"].append({"severity": "warning", "code": "window-unpublished", "message": problem})
         self.protocol.notify(STATUS, status)
         if self._tray is not None:
             self._tray.publish_status(status)
-        self.publish_window(status)
 
-    def publish_window(self, status: dict) -> None:
-        """Where the agents' hooks find this window's folders (``lsp_bridge/agents/windows.py``)."""
+    def publish_window(self, status: dict) -> str | None:
+        """Where the agents' hooks find this window's folders (``lsp_bridge/agents/windows.py``);
+        why it could not be published, else None."""
+        from lsp_bridge.approvals.runtime import RuntimeDirError
+
         try:
             if self._window is None:
                 import atexit
@@ -47,8 +52,11 @@ class WindowState(ServerState):
                 self._window = Publisher(self.tracker.session_id, self.client_name)
                 atexit.register(self._window.remove)
             self._window.publish(status, status.get("agents") or ())
-        except (OSError, ValueError) as err:  # the editor keeps working; the hooks fall back to the project folder
+        except (OSError, ValueError, RuntimeDirError) as err:  # the editor keeps working
             log.warning("cannot publish this window for the agents' hooks: %s", err)
+            return (f"Root Guard: this window is not published for the agents' hooks ({err}); until it is, an "
+                    "agent's calls are blocked (a directory that cannot be trusted) or bound to its project folder")
+        return None
 
     def approver(self) -> Approver:
         """Who answers request-level accesses now: the tray, the editor, or nobody."""

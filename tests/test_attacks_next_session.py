@@ -176,6 +176,21 @@ def test_replacing_an_existing_auto_run_file_by_renaming_its_parent_is_stopped_a
         assert not kept.exists() or kept.read_text() in ("", '{"evil": 1}\n')
 
 
+# --- the aside name taken ahead ------------------------------------------------------------------
+
+def test_an_aside_name_taken_ahead_does_not_keep_the_file_in_place(mono):
+    settings = mono / ".vscode" / "settings.json"
+    # every name the held file could get in the next seconds, by the second, taken before the file is made
+    taken = ('now=$(date +%s); for i in 0 1 2 3 4 5 6 7 8 9; do '
+             'mkdir -p ".vscode/tasks.json.rootguard-held-$(date -d @$((now + i)) +%Y%m%d-%H%M%S)"; done; ')
+    done = in_sandbox(mono, taken + "echo payload > .vscode/tasks.json; sleep 5; echo still-running")
+    assert done.returncode == 125 and "still-running" not in done.stdout, done.stderr
+    assert "where it is" not in done.stderr and not (mono / ".vscode" / "tasks.json").exists(), done.stderr
+    held = [p for p in (mono / ".vscode").glob("tasks.json.rootguard-held-*") if p.is_file()]
+    assert len(held) == 1 and held[0].read_text() in ("", "payload\n")
+    assert settings.read_text() == "{}\n"
+
+
 # --- the person approves ---------------------------------------------------------------------------
 
 def test_config_held_shows_the_change_and_approve_applies_it_for_the_next_sessions(mono):

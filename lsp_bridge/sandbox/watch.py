@@ -27,16 +27,21 @@ On any of them ``on_violation(path, what)`` is called once; the runner kills the
 whole sandbox, then ``remedy()`` undoes what it can on the host (nothing is
 deleted: a protected name created in a writable tree (a configuration or auto-run
 file, a ``.git``: what acts on the next session) is renamed aside,
-``NAME.rootguard-held-<time>``, for the person to look at; a renamed ancestor is
+``NAME.rootguard-held-<time>-<random>`` (a name nothing held before: it cannot be
+guessed and taken ahead), for the person to look at; a renamed ancestor is
 renamed back, after whatever took its name during the run is renamed aside the same
-way; any other file stays where it is). Who made a
+way; any other file stays where it is). A name that
+carries the held marker is judged like any other. Who made a
 name cannot be told from the host (the person may have made it meanwhile): the
 message names it either way.
 """
 
 from __future__ import annotations
 
+import ctypes
+import errno
 import os
+import secrets
 import threading
 import time
 from collections.abc import Callable, Iterable
@@ -67,8 +72,9 @@ class SandboxWatch:
         self.hides = hides
         self.on_violation = on_violation
         self.violation: tuple[str, str] | None = None
-        # (what to rename, to what, whether what now holds that name was made during the run: set it aside)
-        self._remedies: list[tuple[str, str, bool]] = []
+        # (what to rename, to what (None: aside, ``set_aside``), whether what now holds that name was made
+        # during the run: set it aside)
+        self._remedies: list[tuple[str, str | None, bool]] = []
         self._lock = threading.Lock()
         self._observer: Any = None
         self._trees: list[str] = []  # watched recursively: ``caught_up`` marks each
@@ -118,13 +124,11 @@ class SandboxWatch:
             self._fire(src, f"it was renamed to {dest}, carrying {self.ancestors[src]} out from under its rule",
                        (dest, src, True))
         elif kind in ("created", "moved"):
-            made = dest if kind == "moved" else src
-            if HELD_SUFFIX in os.path.basename(made):
-                return
+            made = dest if kind == "moved" else src  # a name marked held is judged too: the remedy runs after
             refusal = self.refuses(made) if any(is_within(made, t) for t in self.writable) else None
             if refusal is not None and refusal[1]:  # a protected name: it acts on the next session
                 self._fire(made, f"it was created while the command ran, where the policy does not let it "
-                                 f"write ({refusal[0]})", (made, _held_name(made), False))
+                                 f"write ({refusal[0]})", (made, None, False))
                 return
             hidden = self.hides(made)
             if hidden is not None:
@@ -134,7 +138,7 @@ class SandboxWatch:
                 self._fire(made, f"it was created while the command ran, where the policy does not let it "
                                  f"write ({refusal[0]})")
 
-    def _fire(self, path: str, what: str, remedy: tuple[str, str, bool] | None = None) -> None:
+    def _fire(self, path: str, what: str, remedy: tuple[str, str | None, bool] | None = None) -> None:
         with self._lock:
             if remedy is not None:
                 self._remedies.append(remedy)
@@ -175,12 +179,15 @@ class SandboxWatch:
         for current, wanted, displace in remedies:
             if not os.path.lexists(current):
                 continue
+            if wanted is None:  # a protected name made during the run
+                aside, error = set_aside(current)
+                done.append(f"could not rename {current} aside: {error}" if aside is None
+                            else f"renamed {current} to {aside}")
+                continue
             if os.path.lexists(wanted) and displace:  # the renamed ancestor's name was taken during the run
-                aside = _held_name(wanted)
-                try:
-                    os.rename(wanted, aside)
-                except OSError as err:
-                    done.append(f"could not rename {wanted} to {aside}: {err.strerror or err}")
+                aside, error = set_aside(wanted)
+                if aside is None:
+                    done.append(f"could not rename {wanted} aside: {error}")
                     continue
                 done.append(f"renamed {wanted}, made while the command ran, to {aside}")
             if os.path.lexists(wanted):
@@ -195,5 +202,40 @@ class SandboxWatch:
         return done
 
 
-def _held_name(path: str) -> str:
-    return f"{path}{HELD_SUFFIX}{time.strftime('%Y%m%d-%H%M%S')}"
+def set_aside(path: str, tries: int = 8) -> tuple[str | None, str]:
+    """Rename ``path`` to a new name beside it, ``NAME.rootguard-held-<time>-<random>``, that nothing held
+    before: the random part cannot be guessed ahead, and the rename never replaces what is there (an
+    existing name is retried under another). The new name, or None and why not."""
+    error = "every name tried was taken"
+    for _ in range(tries):
+        aside = f"{path}{HELD_SUFFIX}{time.strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(6)}"
+        try:
+            _rename_noreplace(path, aside)
+        except FileExistsError:
+            continue
+        except OSError as err:
+            return None, err.strerror or str(err)
+        return aside, ""
+    return None, error
+
+
+def _rename_noreplace(src: str, dest: str) -> None:
+    """``rename(2)`` that fails with EEXIST instead of replacing ``dest`` (renameat2 RENAME_NOREPLACE;
+    where the kernel or file system lacks it, a check just before, the name being unguessable)."""
+    rename = getattr(_libc(), "renameat2", None)
+    if rename is not None:
+        at_fdcwd, noreplace = -100, 1
+        if rename(at_fdcwd, os.fsencode(src), at_fdcwd, os.fsencode(dest), noreplace) == 0:
+            return
+        err = ctypes.get_errno()
+        if err not in (errno.EINVAL, errno.ENOSYS):
+            raise OSError(err, os.strerror(err), src)
+    if os.path.lexists(dest):
+        raise FileExistsError(errno.EEXIST, os.strerror(errno.EEXIST), dest)
+    os.rename(src, dest)
+
+
+def _libc():
+    import ctypes.util
+
+    return ctypes.CDLL(ctypes.util.find_library("c") or None, use_errno=True)

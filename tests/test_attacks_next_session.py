@@ -14,6 +14,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -176,7 +177,86 @@ def test_replacing_an_existing_auto_run_file_by_renaming_its_parent_is_stopped_a
         assert not kept.exists() or kept.read_text() in ("", '{"evil": 1}\n')
 
 
-# --- the aside name taken ahead ------------------------------------------------------------------
+# --- the watch blinded, the aside name taken ahead ------------------------------------------------
+# A sandboxed process is charged to the host user's inotify watches: using them up leaves the host-side
+# watch unable to watch a directory made next. Here in a throwaway user namespace whose own limit is
+# lowered to a few hundred (the limits are per user namespace and bind every namespace below), so that
+# the machine's other processes keep theirs.
+
+EXHAUST = """
+import ctypes, errno, os, time
+libc = ctypes.CDLL(None, use_errno=True)
+fd = libc.inotify_init1(0)
+os.makedirs("/tmp/w")
+for n in range(100000):
+    open(f"/tmp/w/{n}", "w").close()
+    if libc.inotify_add_watch(fd, f"/tmp/w/{n}".encode(), 2) < 0:
+        print("watches used up:", errno.errorcode[ctypes.get_errno()], flush=True)
+        break
+os.mkdir("sub")
+time.sleep(1)
+os.makedirs("sub/.git")
+open("sub/.git/HEAD", "w").write("ref: refs/heads/main\\n")
+open("sub/.git/config", "w").write("[core]\\n\\tfsmonitor = touch PWNED\\n")
+open("sub/.rootguard.toml", "w").write("version = 2\\n")
+print("planted", flush=True)
+"""
+
+
+def _lowered_inotify(limit: int) -> list[str]:
+    lowered = ["unshare", "--user", "--map-root-user", "sh", "-c",
+               f'echo {limit} > /proc/sys/user/max_inotify_watches && exec "$@"', "sh"]
+    if shutil.which("unshare") is None or subprocess.run([*lowered, "true"], capture_output=True).returncode != 0:
+        pytest.skip("needs unshare and a user namespace whose inotify limit can be lowered")
+    return lowered
+
+
+def test_names_made_where_the_used_up_watch_cannot_see_are_found_after_the_command(mono):
+    lowered = _lowered_inotify(300)
+    done = subprocess.run([*lowered, sys.executable, "-m", "lsp_bridge.cli.main", "run", "--root", str(mono), "--",
+                           "python3", "-c", EXHAUST], capture_output=True, text=True, timeout=120, cwd=mono,
+                          env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert "watches used up: ENOSPC" in done.stdout and "planted" in done.stdout, done.stderr
+    assert done.returncode == 125, done.stderr
+    assert f"stopped the sandbox: {mono}/sub/" in done.stderr and "it was created while the command ran" in done.stderr
+    assert not (mono / "sub" / ".git").exists() and not (mono / "sub" / ".rootguard.toml").exists()
+    (git,) = (mono / "sub").glob(".git.rootguard-held-*")  # set aside, whole, for the person
+    assert "fsmonitor" in (git / "config").read_text()
+    assert list((mono / "sub").glob(".rootguard.toml.rootguard-held-*"))
+
+
+def test_changed_entries_are_those_of_directories_changed_since_the_mark(tmp_path):
+    from lsp_bridge.sandbox.sweep import changed_entries
+
+    root = tmp_path / "root"
+    for rel in ("old/kept.txt", "old/deep/kept.txt", "touched/kept.txt", "bound/.git/config"):
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text("x")
+    time.sleep(0.05)  # file times come from a coarse clock: the mark falls clearly after the old files
+    since = time.time_ns()
+    time.sleep(0.05)
+    (root / "touched" / ".envrc").write_text("x")
+    (root / "new" / "deeper").mkdir(parents=True)
+    (root / "new" / "deeper" / "tasks.json").write_text("x")
+    (root / "old" / "deep").rename(root / "old" / "moved")
+    (root / "bound" / ".git" / "hooks").mkdir()  # below a fixed mount: the command could not have
+    found = set(changed_entries([str(root)], [str(root / "bound")], since))
+    assert found == {str(root / p) for p in ("old", "touched", "new", "new/deeper", "new/deeper/tasks.json",
+                                             "touched/kept.txt", "touched/.envrc", "old/kept.txt", "old/moved",
+                                             "old/moved/kept.txt")}
+
+
+def test_a_protected_link_that_was_there_is_let_be_and_one_replaced_is_set_aside(mono):
+    (mono / "AGENTS.real").write_text("be careful\n")
+    (mono / "CLAUDE.md").symlink_to("AGENTS.real")  # no mount covers a link
+    (mono / "AGENTS.md").symlink_to("AGENTS.real")
+    time.sleep(2.2)  # before the run's start mark
+    done = in_sandbox(mono, "echo made > notes.txt")
+    assert done.returncode == 0 and (mono / "CLAUDE.md").is_symlink(), done.stderr
+    done = in_sandbox(mono, "echo made > more.txt; rm AGENTS.md; ln -s notes.txt AGENTS.md")
+    assert done.returncode == 125 and f"stopped the sandbox: {mono}/AGENTS.md" in done.stderr, done.stderr
+    assert (mono / "CLAUDE.md").is_symlink() and not (mono / "AGENTS.md").exists()
+
 
 def test_an_aside_name_taken_ahead_does_not_keep_the_file_in_place(mono):
     settings = mono / ".vscode" / "settings.json"

@@ -117,6 +117,7 @@ class _Builder:
         self.unenforceable: list[Unenforceable] = []
         self.notes: list[str] = []
         self.dark: list[str] = []  # union entries the command may not read (walked for what it may)
+        self.links: list[tuple[str, int]] = []  # protected-named symbolic links in the writable trees, inode
         self.user_file = _user_file(session)
         self.settings = settings_of(session)
 
@@ -198,6 +199,7 @@ class _Builder:
             env=(("ROOTGUARD_SANDBOX", "1"), *sandbox_dirs(home).items(), *git),
             settings=self.settings,
             scope=self.landlock and landlock_abi() >= SCOPE_ABI,
+            links=tuple(self.links),
         )
 
     def add_system(self) -> None:
@@ -361,12 +363,14 @@ class _Builder:
                     "cannot be expanded; give a narrower root"
                 )
             for entry in entries:
-                if entry.is_symlink():
-                    continue  # a link is judged where its target lies, which is mounted or not
                 path = entry.path
                 name = entry.name
+                if entry.is_symlink():  # a link is judged where its target lies, which is mounted or not
+                    if writable and _protected_name(name, children) and protected_reason(path, self.policy.areas):
+                        self.links.append((path, entry.inode()))  # no mount covers it: the sweep lets it be
+                    continue
                 is_dir = entry.is_dir(follow_symlinks=False)
-                protected = name in PROTECTED_NAMES or name in children or name.endswith(PROTECTED_SUFFIXES)
+                protected = _protected_name(name, children)
                 if writable and protected and protected_reason(path, self.policy.areas) is not None:
                     if not self.git_writable(path):
                         candidates[path] = "protected"
@@ -501,6 +505,11 @@ def _guarded(policy, session, ops: Sequence[MountOp]) -> tuple[str, ...]:
     trees = [op.target for op in ops if op.kind in ("bind", "ro-bind") and op.reason.startswith(
         ("union entry", "rule", "single-file grant"))]
     return tuple(t for t in trees if any(is_within(a, t) or is_within(t, a) for a in hiding))
+
+
+def _protected_name(name: str, children: frozenset[str]) -> bool:
+    """A name the walk stops at as a protected target candidate (``protected_reason`` confirms it)."""
+    return name in PROTECTED_NAMES or name in children or name.endswith(PROTECTED_SUFFIXES)
 
 
 def _names(compiled, path: str) -> bool:

@@ -127,6 +127,9 @@ class Profile:
     home: str = "/tmp"  # HOME inside: a private tmpfs at the caller's home, or /tmp
     settings: SandboxSettings = SandboxSettings()  # [sandbox]: granted variables, limits (sandbox/limits.py)
     scope: bool = False  # Landlock scoping of abstract unix sockets and signals (ABI 6) in the shim
+    # protected-named symbolic links in the writable trees at the start, with their inode: no mount can
+    # cover a link, so the sweep after the command (sweep.py) lets each be while the same link holds the name
+    links: tuple[tuple[str, int], ...] = ()
 
     # -- views ---------------------------------------------------------------
 

@@ -136,6 +136,7 @@ def _is_terminal(fd: int) -> bool:
 
 def _run_bwrap_in(bwrap: str, profile: Profile, command: Sequence[str], env: dict, stderr: TextIO,
                   judges: tuple[Judge, Judge], bpf: bytes, terminal: bool, group) -> int:
+    from lsp_bridge.sandbox.sweep import start_mark, sweep
     from lsp_bridge.sandbox.watch import SandboxWatch
 
     args_fd = os.memfd_create("rootguard-bwrap-args", 0)
@@ -157,6 +158,7 @@ def _run_bwrap_in(bwrap: str, profile: Profile, command: Sequence[str], env: dic
         os.lseek(args_fd, 0, os.SEEK_SET)
         os.write(seccomp_fd, bpf)
         os.lseek(seccomp_fd, 0, os.SEEK_SET)
+        since = start_mark()
         watcher.start()  # before the sandbox exists: no window without a watch
         argv = [bwrap, "--args", str(args_fd), "--seccomp", str(seccomp_fd), "--json-status-fd", str(status_w),
                 "--", *profile.shim_argv(command)]
@@ -182,6 +184,9 @@ def _run_bwrap_in(bwrap: str, profile: Profile, command: Sequence[str], env: dic
         if not watcher.caught_up():  # the command ended: what it did last must still be judged
             stopped.append("the host-side watch could not confirm it saw the command's last changes "
                            "(the machine is overloaded, or the watch lost events); check the trees it wrote")
+        # What the watch could not see (its inotify watches used up by the command) is found all the same.
+        fixed = [op.target for op in profile.ops if op.kind != "bind"]
+        sweep(writable, fixed, since, lambda path: watcher.seen("created", path, ""), profile.links)
     finally:
         watcher.stop()
         os.close(args_fd)

@@ -31,7 +31,9 @@ file, a ``.git``: what acts on the next session) is renamed aside,
 guessed and taken ahead), for the person to look at; a renamed ancestor is
 renamed back, after whatever took its name during the run is renamed aside the same
 way; any other file stays where it is). A name that
-carries the held marker is judged like any other. Who made a
+carries the held marker is judged like any other. What the watch could not see (its
+inotify watches used up) the runner's sweep after the command finds (``sweep.py``) and
+hands to ``seen`` all the same. Who made a
 name cannot be told from the host (the person may have made it meanwhile): the
 message names it either way.
 """

@@ -390,7 +390,7 @@ def test_to_json_matches_the_status_mounts_object(shop: Path):
 
     assert set(data) == {
         "mounts", "roots_without_mount", "mounts_outside_union", "suggested", "suggested_for",
-        "docker_args", "unrescuable", "first_party", "single_files", "refused",
+        "docker_args", "unrescuable", "first_party", "single_files", "refused", "held",
     }  # fmt: skip
     assert data["mounts"] == [{"source": str(shop), "target": "/workspace", "mode": "rw", "origin": "config"}]
     assert data["mounts_outside_union"] == [{"source": str(shop), "target": "/workspace"}]

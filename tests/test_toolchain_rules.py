@@ -180,6 +180,30 @@ def test_a_new_toolchain_mount_asked_for_by_an_agent_writable_file_is_held_until
     assert cli("config", "held", root).returncode == 1
 
 
+def test_roots_and_mounts_never_suggest_a_held_toolchain_mount(mono: Path):
+    root = app(mono)
+    base = f"{mono}/tsconfig.base.json"
+    assert cli("roots", root).returncode == 0  # first use: what is found (nothing above the root) is approved
+    # The agent makes the root's tsconfig extend a file above the root: held until the person approves it.
+    (mono / "packages/app/tsconfig.json").write_text('{"extends": "../../tsconfig.base.json"}')
+    data = json.loads(cli("roots", "--json", root).stdout)
+    assert [m["path"] for m in data["toolchain"]["held"]] == [base]
+    mounts = data["mounts"]
+    # before: suggested as `tsconfig.base.json -> …:ro` (and in docker_args), which `run` does not mount
+    assert base not in [s["source"] for s in mounts["suggested"]] and base not in " ".join(mounts["docker_args"])
+    assert base not in mounts["single_files"] and [m["path"] for m in mounts["held"]] == [base]
+    text = cli("roots", root).stdout
+    suggested = text[text.index("Suggested narrow mount set"):]
+    assert f"{base} ->" not in suggested and f"held, not suggested: {base}" in suggested, text
+    walked = json.loads(cli("mounts", "--json", root).stdout)
+    assert base not in [s["source"] for s in walked["suggested"]] and [m["path"] for m in walked["held"]] == [base]
+    assert f"{base}:" not in cli("mounts", "--docker", root).stdout  # as before: no -v for it
+    # Approved: suggested like any toolchain mount.
+    assert cli("config", "approve", "--yes", root).returncode == 0
+    mounts = json.loads(cli("roots", "--json", root).stdout)["mounts"]
+    assert base in [s["source"] for s in mounts["suggested"]] and mounts["held"] == []
+
+
 def test_a_mount_only_a_file_outside_every_root_asks_for_applies_at_once(mono: Path):
     root = app(mono)
     (mono / "packages/app/tsconfig.json").write_text('{"extends": "../../tsconfig.base.json"}')

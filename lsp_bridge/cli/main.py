@@ -152,17 +152,16 @@ def cmd_inventory(args) -> int:
 
 
 def cmd_mounts(args) -> int:
-    from lsp_bridge.inventory.report import format_mounts, mounts_report, warnings_of
+    from lsp_bridge.inventory.report import format_mounts, mounts_report, settle_toolchain, warnings_of
 
     session = _session(args.folders)
     with _progress(args, "reading links, stores and tsconfig files"):
-        reconciliation = mounts_report(session)
+        reconciliation = settle_toolchain(session, mounts_report(session))  # a held mount is never suggested
     if args.docker:
         from lsp_bridge.sandbox.docker import docker_command
         from lsp_bridge.sandbox.profile import ProfileError, build_profile
 
         try:
-            session.set_toolchain(reconciliation.toolchain(), reconciliation.refused)
             profile = build_profile(session, landlock=False)
         except ProfileError as err:
             raise UsageError(str(err)) from None

@@ -120,6 +120,16 @@ class SuggestedMount:
 
 
 @dataclass
+class HeldMount:
+    """A toolchain mount held until the person approves it (new, asked for by a file the agent can write)."""
+
+    path: str
+    kind: str
+    reason: str
+    cause: str | None  # the file that asked for it
+
+
+@dataclass
 class RefusedPath:
     """A path a repository's toolchain file asked for that is never mounted (a credential, ``.git``, a device...)."""
 
@@ -160,6 +170,7 @@ class Mounts:
     first_party: list[FirstPartyLink]
     single_files: list[str]
     refused: list[RefusedPath] = dataclasses.field(default_factory=list)
+    held: list[HeldMount] = dataclasses.field(default_factory=list)  # never in ``suggested`` until approved
 
 
 @dataclass

@@ -20,7 +20,7 @@ import csv
 import io
 import os
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from lsp_bridge.core.diagnostics import Diagnostic
 from lsp_bridge.core.paths import canonical, fold, is_within, relative_to
@@ -76,6 +76,7 @@ class Reconciliation:
     diagnostics: tuple[Diagnostic, ...] = field(default=())
     suggested_for: tuple[str, ...] = ()  # the roots the suggested set is made for
     refused: tuple[Refusal, ...] = ()  # what a toolchain file asked for that is never mounted
+    held: tuple[ToolchainMount, ...] = ()  # toolchain mounts waiting for approval: never suggested (``without_held``)
 
     def to_json(self) -> dict:
         """The ``mounts`` object of ``rootguard/status`` and ``rootguard mounts --json``."""
@@ -92,7 +93,18 @@ class Reconciliation:
             "first_party": [dict(item) for item in self.first_party],
             "single_files": list(self.single_files),
             "refused": [r.to_json() for r in self.refused],
+            "held": [m.to_json() for m in self.held],
         }
+
+    def without_held(self, held: Sequence[ToolchainMount]) -> Reconciliation:
+        """The suggested set less the toolchain mounts held until the person approves them
+        (``Session.toolchain``): ``run`` does not mount those, so no suggestion may; they are listed in ``held``."""
+        paths = {m.path for m in held}
+        if not paths:
+            return self
+        return replace(self, held=tuple(held),
+                       suggested=tuple(s for s in self.suggested if s.kind == "root" or s.source not in paths),
+                       single_files=tuple(f for f in self.single_files if f not in paths))
 
     def toolchain(self) -> tuple[ToolchainMount, ...]:
         """The suggested mounts other than the roots: what the toolchain reads outside them."""

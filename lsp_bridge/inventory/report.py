@@ -6,9 +6,13 @@ Shared by the CLI and the language server so both say the same thing.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from lsp_bridge.core.diagnostics import Diagnostic
 from lsp_bridge.inventory.text import LIST_LIMIT, one_line, plural, show_path
+
+if TYPE_CHECKING:
+    from lsp_bridge.inventory.mounts import Reconciliation
 
 # Findings of the mount plan: worth a warning only when something is mounted.
 MOUNT_FINDINGS = ("mount-unrescuable-link", "mount-file-outside-repository", "mount-scan-truncated")
@@ -60,15 +64,24 @@ def roots_report(session, *, with_mounts: bool = True) -> dict:
     scope = session.scope
     data = scope.to_json()
     mounts = mounts_report(session, walk=False) if with_mounts else None
+    if mounts is not None:
+        mounts = settle_toolchain(session, mounts)  # the same set run mounts (walk=False)
     data["mounts"] = mounts.to_json() if mounts is not None else None
-    if mounts is not None and session.toolchain() is None:
-        session.set_toolchain(mounts.toolchain(), mounts.refused)  # the same set run mounts (walk=False)
     data["toolchain"] = toolchain_report(session)
     diags = list(session.diagnostics)
     if mounts is not None:
         diags += [d for d in quiet_mount_findings(mounts) if d not in diags]
     data["warnings"] = warnings_of(diags)
     return data
+
+
+def settle_toolchain(session, mounts: Reconciliation) -> Reconciliation:
+    """Give ``session`` the toolchain set ``mounts`` found (unless it has one), as ``rootguard run`` does,
+    and ``mounts`` without what that leaves held for the person's approval (never suggested)."""
+    if session.toolchain() is None:
+        session.set_toolchain(mounts.toolchain(), mounts.refused)
+    state = session.toolchain()
+    return mounts.without_held(state[1]) if state is not None else mounts
 
 
 def toolchain_report(session) -> dict | None:
@@ -215,6 +228,9 @@ def format_mounts(data: dict, *, heading: bool = True) -> str:
         lines.append("  Suggested narrow mount set:")
         for s in data["suggested"]:
             lines.append(f"    {show_path(s['source'])} -> {s['target']}:{s['mode']}    ({one_line(s['reason'])})")
+    for m in data.get("held", []):
+        lines.append(f"  held, not suggested: {show_path(m['path'])}    (new, asked for by {show_path(m['cause'] or '')}, "
+                     "which the agent can write: not mounted until rootguard config approve)")
     first_party = data.get("first_party", [])
     for item in first_party[:LIST_LIMIT]:
         what = ("package-store entry links back to a workspace sibling package"

@@ -175,6 +175,18 @@ export interface GitHistory {
   }[];
 }
 /**
+ * A toolchain mount held until the person approves it (new, asked for by a file the agent can write).
+ *
+ * This interface was referenced by `RootGuardLsp`'s JSON-Schema
+ * via the `definition` "HeldMount".
+ */
+export interface HeldMount {
+  path: string;
+  kind: string;
+  reason: string;
+  cause: string | null;
+}
+/**
  * What the union after the widening exposes that the one before did not.
  *
  * This interface was referenced by `RootGuardLsp`'s JSON-Schema
@@ -234,6 +246,7 @@ export interface Mounts {
   first_party: FirstPartyLink[];
   single_files: string[];
   refused?: RefusedPath[];
+  held?: HeldMount[];
 }
 /**
  * One mount of the suggested narrow set.

@@ -246,6 +246,44 @@ def test_changed_entries_are_those_of_directories_changed_since_the_mark(tmp_pat
                                              "old/moved/kept.txt")}
 
 
+SWEEP_WITHOUT_ROOTS_OVERRIDE = r"""
+import json, sys
+from lsp_bridge.sandbox.sweep import changed_entries
+unreadable = []
+found = changed_entries([sys.argv[1]], [], int(sys.argv[2]), unreadable=unreadable)
+print(json.dumps([sorted(found), unreadable]))
+"""
+
+
+def test_a_directory_the_command_made_unlistable_is_judged_or_named_never_skipped(tmp_path):
+    """``chmod 000`` on a directory the command made hid its content from a plain user's sweep."""
+    from lsp_bridge.sandbox.sweep import start_mark
+
+    root = tmp_path / "root"
+    since = start_mark()
+    (root / "hidden" / ".git").mkdir(parents=True)
+    (root / "hidden" / ".git" / "config").write_text("[core]\n\tfsmonitor = touch /tmp/pwned\n")
+    (root / "hidden").chmod(0)
+    (root / "foreign").mkdir()
+    argv = [sys.executable, "-c", SWEEP_WITHOUT_ROOTS_OVERRIDE, str(root), str(since)]
+    if os.geteuid() == 0:  # root lists anything: run the sweep as root without the capabilities that do so
+        os.chown(root / "foreign", 65534, 65534)  # and a directory of another user it may not change
+        (root / "foreign").chmod(0)
+        setpriv = shutil.which("setpriv")
+        assert setpriv, "setpriv (util-linux) is needed to drop root's file-mode override"
+        argv = [setpriv, "--bounding-set=-dac_override,-dac_read_search", "--", *argv]
+    try:
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=60, cwd=str(REPO),
+                              env=dict(os.environ, PYTHONPATH=str(REPO)))
+    finally:
+        (root / "hidden").chmod(0o700)
+    assert done.returncode == 0, done.stderr
+    found, unreadable = json.loads(done.stdout)
+    assert str(root / "hidden" / ".git") in found  # judged: its owner's read and search bits given back
+    if os.geteuid() == 0:
+        assert unreadable == [str(root / "foreign")]  # cannot be judged: named, and the run fails closed
+
+
 def test_a_protected_link_that_was_there_is_let_be_and_one_replaced_is_set_aside(mono):
     (mono / "AGENTS.real").write_text("be careful\n")
     (mono / "CLAUDE.md").symlink_to("AGENTS.real")  # no mount covers a link

@@ -186,7 +186,10 @@ def _run_bwrap_in(bwrap: str, profile: Profile, command: Sequence[str], env: dic
                            "(the machine is overloaded, or the watch lost events); check the trees it wrote")
         # What the watch could not see (its inotify watches used up by the command) is found all the same.
         fixed = [op.target for op in profile.ops if op.kind != "bind"]
-        sweep(writable, fixed, since, lambda path: watcher.seen("created", path, ""), profile.links)
+        sweep(writable, fixed, since, lambda path: watcher.seen("created", path, ""), profile.links,
+              lambda path: stopped.append(f"{path}: could not be listed after the command, so what the command "
+                                          "may have made in it was not checked; look before opening it in an "
+                                          "editor or running git there"))
     finally:
         watcher.stop()
         os.close(args_fd)

@@ -27,6 +27,7 @@ boundary.
 from __future__ import annotations
 
 import os
+import stat
 import time
 from collections.abc import Callable, Iterable
 
@@ -41,10 +42,11 @@ def start_mark() -> int:
 
 
 def changed_entries(writable: Iterable[str], fixed: Iterable[str], since_ns: int,
-                    kept: Iterable[tuple[str, int]] = ()) -> list[str]:
+                    kept: Iterable[tuple[str, int]] = (), unreadable: list[str] | None = None) -> list[str]:
     """Every entry of every directory in the ``writable`` trees whose entries changed at or after
     ``since_ns``, outside the ``fixed`` mount points (not entered) and but for the ``kept`` links
-    (path, inode) still there unchanged. Symbolic links are not followed."""
+    (path, inode) still there unchanged. Symbolic links are not followed. A directory that cannot
+    be listed (``_listing``) goes to ``unreadable``: what is in it could not be judged."""
     fixed_set = frozenset(fixed)
     links = dict(kept)
     trees = sorted(set(writable))
@@ -54,11 +56,19 @@ def changed_entries(writable: Iterable[str], fixed: Iterable[str], since_ns: int
     while stack:
         directory = stack.pop()
         try:
-            changed = os.stat(directory, follow_symlinks=False).st_ctime_ns >= since_ns
-            with os.scandir(directory) as it:
-                entries = list(it)
+            info = os.stat(directory, follow_symlinks=False)
+        except FileNotFoundError:
+            continue  # removed by the command: nothing left to hold
         except OSError:
-            continue  # gone (removed by the command: nothing left to hold) or unreadable
+            if unreadable is not None:
+                unreadable.append(directory)
+            continue
+        changed = info.st_ctime_ns >= since_ns
+        entries = _listing(directory, info)
+        if entries is None:
+            if unreadable is not None:
+                unreadable.append(directory)
+            continue
         for entry in entries:
             if entry.path in fixed_set:
                 continue
@@ -73,6 +83,28 @@ def changed_entries(writable: Iterable[str], fixed: Iterable[str], since_ns: int
     return found
 
 
+def _listing(directory: str, info: os.stat_result) -> list[os.DirEntry] | None:
+    """The entries of ``directory``; None when it cannot be listed. A directory of ours that the
+    command made unlistable (``chmod 000``: a plain user's sweep could not look inside) gets its
+    owner's read and search bits back first: its content is judged, never skipped."""
+    for attempt in range(2):
+        try:
+            with os.scandir(directory) as it:
+                return list(it)
+        except FileNotFoundError:
+            return []  # removed by the command meanwhile
+        except PermissionError:
+            if attempt or info.st_uid != os.geteuid():
+                return None
+            try:
+                os.chmod(directory, stat.S_IMODE(info.st_mode) | stat.S_IRUSR | stat.S_IXUSR, follow_symlinks=False)
+            except OSError:
+                return None
+        except OSError:
+            return None
+    return None
+
+
 def _same_link(entry: os.DirEntry, inode: int, since_ns: int) -> bool:
     try:
         info = entry.stat(follow_symlinks=False)
@@ -82,9 +114,14 @@ def _same_link(entry: os.DirEntry, inode: int, since_ns: int) -> bool:
 
 
 def sweep(writable: Iterable[str], fixed: Iterable[str], since_ns: int, on_made: Callable[[str], None],
-          kept: Iterable[tuple[str, int]] = ()) -> int:
-    """Judge every changed entry (``changed_entries``) as made during the run; how many were judged."""
-    entries = changed_entries(writable, fixed, since_ns, kept)
+          kept: Iterable[tuple[str, int]] = (), on_unreadable: Callable[[str], None] | None = None) -> int:
+    """Judge every changed entry (``changed_entries``) as made during the run; how many were judged.
+    A directory that could not be listed goes to ``on_unreadable`` (the run then fails closed)."""
+    unreadable: list[str] = []
+    entries = changed_entries(writable, fixed, since_ns, kept, unreadable)
     for path in entries:
         on_made(path)
+    if on_unreadable is not None:
+        for path in unreadable:
+            on_unreadable(path)
     return len(entries)

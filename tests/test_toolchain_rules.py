@@ -204,6 +204,22 @@ def test_roots_and_mounts_never_suggest_a_held_toolchain_mount(mono: Path):
     assert base in [s["source"] for s in mounts["suggested"]] and mounts["held"] == []
 
 
+async def test_the_language_servers_status_never_suggests_a_held_toolchain_mount(mono: Path):
+    from tests.test_lsp import Window, settled
+
+    root = app(mono)
+    base = f"{mono}/tsconfig.base.json"
+    assert cli("roots", root).returncode == 0  # first use: recorded
+    (mono / "packages/app/tsconfig.json").write_text('{"extends": "../../tsconfig.base.json"}')  # the agent's
+    async with Window() as window:
+        await window.start([root])
+        mounts = (await settled(window))["mounts"]
+        # before: the status suggested it (and its docker_args) though `run` does not mount it
+        assert base not in [s["source"] for s in mounts["suggested"]] and base not in " ".join(mounts["docker_args"])
+        assert [m["path"] for m in mounts["held"]] == [base]
+    assert cli("config", "held", root).returncode == 1  # the status recorded nothing: still held
+
+
 def test_a_mount_only_a_file_outside_every_root_asks_for_applies_at_once(mono: Path):
     root = app(mono)
     (mono / "packages/app/tsconfig.json").write_text('{"extends": "../../tsconfig.base.json"}')

@@ -102,6 +102,12 @@ class Session:
         keepers = [*self._keepers.items(), *self._extra.items()]
         return keepers[0] if keepers else None
 
+    def held_toolchain(self, found: Sequence[ToolchainMount]) -> tuple[ToolchainMount, ...]:
+        """Which of ``found`` ``set_toolchain`` would hold, without giving the session anything or recording."""
+        record = self._approved_record()
+        return toolchain_rules.settle(found, record.toolchain if record is not None else None,
+                                      self.agent_writable).held
+
     def _approved_record(self) -> Recorded | None:
         first = self._toolchain_root()
         if self.store is None or first is None:

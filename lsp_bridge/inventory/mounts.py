@@ -107,8 +107,9 @@ class Reconciliation:
                        single_files=tuple(f for f in self.single_files if f not in paths))
 
     def toolchain(self) -> tuple[ToolchainMount, ...]:
-        """The suggested mounts other than the roots: what the toolchain reads outside them."""
-        return tuple(ToolchainMount(s.source, s.kind, s.reason, s.cause) for s in self.suggested if s.kind != "root")
+        """What the toolchain reads outside the roots: the suggested mounts other than the roots, and the held ones."""
+        return (*(ToolchainMount(s.source, s.kind, s.reason, s.cause) for s in self.suggested if s.kind != "root"),
+                *self.held)
 
     def docker_args(self) -> list[str]:
         """``docker run`` volume arguments for the suggested set (roots rw, the rest ro)."""

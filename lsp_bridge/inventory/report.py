@@ -158,7 +158,8 @@ def mounts_report(session, *, walk: bool = True, narrow: Sequence[str] | None = 
         from dataclasses import replace
 
         result = replace(result, diagnostics=tuple(diagnostics) + tuple(result.diagnostics))
-    return result
+    state = session.toolchain()  # a held mount is never suggested (the language server's status too)
+    return result.without_held(state[1] if state is not None else session.held_toolchain(result.toolchain()))
 
 
 def union_notes(before, after) -> list[str]:

@@ -17,7 +17,8 @@ to others, a link) raises ``UntrustedSessions``: the hook then blocks instead of
 to the agent's project folder, which may be wider than the window. The roots are then built
 from the folders with the session's own configuration, as ``rootguard check --root`` builds
 them; the published union is shown, never trusted. The directory is a protected target
-(``core/protected.py``): an agent's tools and confined shells cannot write there.
+(``core/protected.py``): an agent's tools need approval to write there, and a shell confined by
+``rootguard run`` cannot reach it at all.
 
 These checks do not authenticate the writer: another unconfined process of the same user (an
 MCP server not run under ``rootguard run``, a shell allowed with ``[agents] shell = "allow"``)

@@ -430,13 +430,35 @@ def _special_file(common: str) -> str | None:
     return None
 
 
+# What git would otherwise take from the repository's own configuration: its file-system monitor,
+# and any fetch (a partial clone fetches a missing object from its "promisor" remote, through the
+# repository's ``core.sshCommand`` or an ``ext::`` URL: code the repository chose).
+_NO_REPOSITORY_CODE = ("core.fsmonitor=false", "log.showSignature=false", "core.sshCommand=false", "protocol.allow=never",
+                       *(f"protocol.{name}.allow=never" for name in ("ext", "file", "ssh", "git", "http", "https")))
+_FETCHES_ON_DEMAND = r"^(extensions\.partialclone|remote\..*\.promisor|remote\..*\.partialclonefilter)$"
+
+
 def _git(common: str, *args: str, data: bytes | None = None) -> bytes | None:
     """Run a read-only git command against ``common``; None on any failure, and at once (no
-    git at all) when a file git reads first is a FIFO or a device (``_special_file``)."""
-    if _special_file(common) is not None:
+    git at all) when a file git reads first is a FIFO or a device (``_special_file``), or when
+    the repository is a partial clone (``_fetches_on_demand``)."""
+    if _special_file(common) is not None or _fetches_on_demand(common):
         return None
-    command = ["git", f"--git-dir={common}", "-c", "core.fsmonitor=false",
-               "-c", "log.showSignature=false", *args]
+    options = [part for setting in _NO_REPOSITORY_CODE for part in ("-c", setting)]
+    return _run_git(["git", f"--git-dir={common}", *options, *args], data)
+
+
+def _fetches_on_demand(common: str) -> bool:
+    """Whether git reading this repository's history could fetch from a remote: a partial clone
+    (``extensions.partialClone``, a promisor remote) fetches each missing object on demand, running
+    what the repository's own configuration names. Such a history is not read (shown as unknown);
+    when the configuration cannot be read, neither."""
+    found = _run_git(["git", f"--git-dir={common}", "config", "--get-regexp", _FETCHES_ON_DEMAND], None,
+                     accept=(0, 1))
+    return found is None or bool(found.strip())
+
+
+def _run_git(command: list[str], data: bytes | None, accept: tuple[int, ...] = (0,)) -> bytes | None:
     import subprocess  # not imported by a run whose history is kept and whose refs did not move
 
     try:
@@ -445,7 +467,7 @@ def _git(common: str, *args: str, data: bytes | None = None) -> bytes | None:
                                     timeout=GIT_TIMEOUT, check=False)
     except (OSError, subprocess.SubprocessError):
         return None
-    return result.stdout if result.returncode == 0 else None
+    return result.stdout if result.returncode in accept else None
 
 
 def _commit_count(common: str) -> int | None:

@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import ctypes
 import errno
+import logging
 import os
 import secrets
 import threading
@@ -52,6 +53,12 @@ from typing import Any
 from lsp_bridge.core.paths import is_within
 
 HELD_SUFFIX = ".rootguard-held-"
+
+# watchdog logs its own stop-time race (an event read while the observer stops) as an error. With
+# no logging configured (``rootguard run``), Python would print it on stderr, which is COMMAND's:
+# a handler here keeps it off; an application that configures logging (the language server) still
+# gets every record.
+logging.getLogger("watchdog").addHandler(logging.NullHandler())
 
 
 class SandboxWatch:

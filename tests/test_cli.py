@@ -272,7 +272,7 @@ def test_a_path_with_a_newline_stays_on_one_line(tmp_path):
     odd = tmp_path / "a\nb"
     odd.mkdir()
     out = rootguard("roots", str(odd)).stdout
-    assert "a\\nb" in out and "\na\n" not in out.replace("\\n", "")
+    assert "a\\x0ab" in out and "\na\n" not in out.replace("\\x0a", "")
     check = rootguard("check", "--root", str(odd), "--op", "read", str(odd), check=False)
     assert check.returncode == 0 and check.stdout.count("\n") == 3
 

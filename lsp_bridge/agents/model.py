@@ -15,6 +15,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from lsp_bridge.core.terminal_text import one_line
+
 OPERATIONS = ("read", "write", "delete", "rename", "metadata")
 EXIT_BLOCK = 2  # every agent blocks a tool call on exit 2 with a non-empty stderr
 REASON_PREFIX = "Root Guard: "
@@ -344,8 +346,3 @@ def _collect(value: Any, out: list[str], depth: int, key: str | None = None) -> 
             out.append(value)
             if len(out) > MAX_PATHS:
                 raise UndecidableCall(f"the tool names more than {MAX_PATHS} paths in one call")
-
-
-def one_line(text: str) -> str:
-    """A reason on one line: control characters shown escaped (the agent may show it raw)."""
-    return "".join(c if c.isprintable() or c == " " else repr(c)[1:-1] for c in text)

@@ -32,6 +32,7 @@ from lsp_bridge.cli.common import (
     wants_json,
     write,
 )
+from lsp_bridge.core.terminal_text import one_line
 
 
 class UsageError(Exception):
@@ -127,10 +128,10 @@ def cmd_check(args) -> int:
     data["exists"] = not missing
 
     def text(data: dict) -> str:
-        lines = [f"{decision.decision.upper()}  {args.op} {_safe(decision.path)}",
+        lines = [f"{decision.decision.upper()}  {args.op} {one_line(decision.path)}",
                  f"  rule:   {decision.rule or '(none)'}",
-                 f"  reason: {_safe(decision.reason)}"]
-        lines += [f"  note:   {_safe(p)} does not exist (decided as if it were created)" for p in missing]
+                 f"  reason: {one_line(decision.reason)}"]
+        lines += [f"  note:   {one_line(p)} does not exist (decided as if it were created)" for p in missing]
         return "\n".join(lines)
 
     _emit(args, data, text)
@@ -167,7 +168,7 @@ def cmd_mounts(args) -> int:
             raise UsageError(str(err)) from None
         docker = docker_command(profile, reconciliation, image=args.image, program=args.program)
         for path in docker.skipped:
-            print(f"rootguard: {_safe(path)} has no place under /workspace; left out of the docker command",
+            print(f"rootguard: {one_line(path)} has no place under /workspace; left out of the docker command",
                   file=sys.stderr)
         write(" ".join(_shell_quote(a) for a in docker.argv))
         return 0
@@ -199,21 +200,21 @@ def cmd_run(args) -> int:
         profile = build_profile(session, cwd=os.getcwd(), toolchain=not args.no_toolchain)
         for note in profile.notes:  # what the toolchain asked for and does not get, and why
             if note.startswith("toolchain"):
-                print(f"rootguard run: {_safe(note)}", file=sys.stderr)
+                print(f"rootguard run: {one_line(note)}", file=sys.stderr)
         if args.print:
             line = profile.command_line(command or ["COMMAND"], bwrap=find_bwrap() or "bwrap")
             write(_format_command(line, shlex.quote))
             for note in describe(profile):
-                print(f"rootguard run --print: {_safe(note)}", file=sys.stderr)
+                print(f"rootguard run --print: {one_line(note)}", file=sys.stderr)
             return 0
         return run(profile, command, landlock_only=args.landlock_only, judges=watch_judges(session))
     except (ConfinementError, ProfileError) as err:
-        print(f"rootguard run: {_safe(str(err))}", file=sys.stderr)
+        print(f"rootguard run: {one_line(str(err))}", file=sys.stderr)
         return EXIT_UNCONFINED
     except Exception as err:  # a bug: fail closed, and say so in one line (COMMAND did not run)
         if os.environ.get("ROOTGUARD_DEBUG"):
             raise
-        print(f"rootguard run: internal error: {type(err).__name__}: {_safe(str(err))}; COMMAND was not run "
+        print(f"rootguard run: internal error: {type(err).__name__}: {one_line(str(err))}; COMMAND was not run "
               "(set ROOTGUARD_DEBUG=1 for details)", file=sys.stderr)
         return EXIT_UNCONFINED
 
@@ -280,8 +281,8 @@ def _held_json(root: str, change) -> dict:
 
 def _held_text(item: dict) -> str:
     """The change as a person reads it; every line escaped (the text may be the agent's)."""
-    lines = [_safe(f"{item['root']}: held, it would loosen the policy: {'; '.join(item['reasons'])}")]
-    lines += ["  " + _safe(line) for line in item["diff"].splitlines()]
+    lines = [one_line(f"{item['root']}: held, it would loosen the policy: {'; '.join(item['reasons'])}")]
+    lines += ["  " + one_line(line) for line in item["diff"].splitlines()]
     return "\n".join(lines)
 
 
@@ -320,7 +321,7 @@ def cmd_trace(args) -> int:
     try:
         result = run_trace(session, command, enforced=args.enforced, timeout=args.timeout)
     except TraceUnavailable as err:
-        print(f"rootguard trace: {_safe(str(err))}", file=sys.stderr)
+        print(f"rootguard trace: {one_line(str(err))}", file=sys.stderr)
         return EXIT_UNCONFINED
     except TraceError as err:
         raise UsageError(str(err)) from None
@@ -330,7 +331,7 @@ def cmd_trace(args) -> int:
             data["written"] = proposal.write(session, result)  # GrantError is a ValueError
         except ValueError as err:
             raise UsageError(f"nothing written: {err}") from None
-    written = "\n\n" + _safe(proposal.written_text(data["written"])) if args.write else ""
+    written = "\n\n" + one_line(proposal.written_text(data["written"])) if args.write else ""
     _emit(args, data, lambda _: format_trace(result) + written)
     return 0
 
@@ -345,8 +346,8 @@ def _trace_apply(args) -> int:
         out = proposal.apply_text(_session(args.root), text)
     except (OSError, ValueError) as err:
         raise UsageError(f"{args.apply}: nothing written: {err}") from None
-    _emit(args, out, lambda _: _safe(proposal.written_text(out["written"]).strip()) + "".join(
-        "\n" + _safe(f"refused: {r['path']}: {r['reason']}") for r in out["refused"]))
+    _emit(args, out, lambda _: one_line(proposal.written_text(out["written"]).strip()) + "".join(
+        "\n" + one_line(f"refused: {r['path']}: {r['reason']}") for r in out["refused"]))
     return 0
 
 
@@ -377,7 +378,7 @@ def _session(folders: Sequence[str], *, option: str = "FOLDER", toolchain: bool 
         if not os.path.isabs(folder):
             folder = os.path.abspath(folder)  # an argument the user typed, not a derived root
         if not os.path.isdir(folder):
-            raise UsageError(f"{_safe(folder)}: not an existing directory")
+            raise UsageError(f"{one_line(folder)}: not an existing directory")
         checked.append(folder)
     session = open_session(checked)
     broken = [d for d in session.config_diagnostics() if d.severity == "error"]
@@ -388,7 +389,7 @@ def _session(folders: Sequence[str], *, option: str = "FOLDER", toolchain: bool 
 
         enable_toolchain(session)
     for line in session.held():  # decided with the approved configuration: say why, every time
-        print(f"rootguard: held: {_safe(line)}", file=sys.stderr)
+        print(f"rootguard: held: {one_line(line)}", file=sys.stderr)
     return session
 
 
@@ -420,15 +421,8 @@ def _emit(args, data: dict, text) -> None:
         write(text(data))
 
 
-def _safe(text: str) -> str:
-    """A path or message on one line: control characters shown escaped."""
-    from lsp_bridge.inventory.text import one_line
-
-    return one_line(text)
-
-
 def _fail(argv: Sequence[str], message: str) -> int:
-    message = _safe(message)
+    message = one_line(message)
     print(f"rootguard: {message}", file=sys.stderr)
     if wants_json(argv):
         import json
@@ -447,7 +441,7 @@ def _config_text(d) -> str:
 
 def _fail_config(argv: Sequence[str], diagnostics) -> int:
     for diagnostic in diagnostics:
-        print(f"rootguard: {_safe(_config_text(diagnostic))}", file=sys.stderr)
+        print(f"rootguard: {one_line(_config_text(diagnostic))}", file=sys.stderr)
     if wants_json(argv):
         items = []
         for d in diagnostics:

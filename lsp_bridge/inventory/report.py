@@ -219,7 +219,7 @@ def format_roots(data: dict) -> str:
 def format_mounts(data: dict, *, heading: bool = True) -> str:
     lines = ["Mount reconciliation:"] if heading else []
     for m in data.get("mounts", []):
-        lines.append(f"  {show_path(m['source'])} -> {m['target']} ({m['mode']}, {m.get('origin', 'config')})")
+        lines.append(f"  {show_path(m['source'])} -> {one_line(m['target'])} ({m['mode']}, {m.get('origin', 'config')})")
     for root in data.get("roots_without_mount", []):
         lines.append(f"  ! root {show_path(root)} has no mount behind it: the server will see nothing there")
     for m in data.get("mounts_outside_union", []):
@@ -228,7 +228,7 @@ def format_mounts(data: dict, *, heading: bool = True) -> str:
     if data.get("suggested"):
         lines.append("  Suggested narrow mount set:")
         for s in data["suggested"]:
-            lines.append(f"    {show_path(s['source'])} -> {s['target']}:{s['mode']}    ({one_line(s['reason'])})")
+            lines.append(f"    {show_path(s['source'])} -> {one_line(s['target'])}:{s['mode']}    ({one_line(s['reason'])})")
     for m in data.get("held", []):
         lines.append(f"  held, not suggested: {show_path(m['path'])}    (new, asked for by {show_path(m['cause'] or '')}, "
                      "which the agent can write: not mounted until rootguard config approve)")

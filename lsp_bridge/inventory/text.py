@@ -2,25 +2,22 @@
 
 Every list the CLI, the demo and the language server print goes through
 ``shorten`` (the first ``limit`` items, then "+N more"), every path through
-``one_line`` (normalised, control characters escaped: a newline in a file name
-cannot break a report into lines that look like other entries).
+``show_path`` / ``one_line`` (``lsp_bridge.core.terminal_text``: normalised,
+control, C1 and bidi characters escaped: a newline in a file name cannot break
+a report into lines that look like other entries, nor ESC or U+009B drive the
+terminal).
 """
 
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Iterable
 
+from lsp_bridge.core.terminal_text import one_line
+
+__all__ = ["LIST_LIMIT", "one_line", "plural", "show_path", "shorten"]
+
 LIST_LIMIT = 8
-_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
-
-
-def one_line(text: str) -> str:
-    """``text`` with control characters shown as ``\\n``, ``\\x1b``... (never a line break)."""
-    if text.isprintable() or not _CONTROL.search(text):  # printable: no control character (and no regex)
-        return text
-    return _CONTROL.sub(lambda m: repr(m.group(0))[1:-1], text)
 
 
 def show_path(path: str) -> str:

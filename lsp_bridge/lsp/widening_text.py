@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from lsp_bridge.core.paths import is_within
+from lsp_bridge.core.terminal_text import one_line
 
 if TYPE_CHECKING:
     from lsp_bridge.core.scope import Scope
@@ -86,11 +87,11 @@ class WideningText:
                 where = d.file or "ROOTGUARD_ROOTS"
                 if d.range is not None:
                     where += f":{d.range.start_line + 1}:{d.range.start_column + 1}"
-                return f"{where}: {d.message}"
+                return one_line(f"{where}: {d.message}")
         return None
 
     def widening_headline(self) -> str:
-        return "; ".join(w.describe() for w in self.shown_widenings())
+        return "; ".join(one_line(w.describe()) for w in self.shown_widenings())
 
     def _brought_by(self, entry: str) -> str | None:
         """The workspace folder that brought union entry ``entry`` (itself, or the folder a worktree copy
@@ -149,7 +150,7 @@ class WideningText:
         else:
             text = f"Root Guard: {who} widened the agent's boundary"
         if error:
-            return f"{text} (inventory failed: {error})"
+            return f"{text} (inventory failed: {one_line(str(error))})"
         if not (inventory and self.inventory_summary):
             return text
         report = self._report_model(inventory)
@@ -178,7 +179,7 @@ class WideningText:
         if self.inventory_lines:
             lines += self.inventory_lines
         elif self.inventory_error:
-            lines.append(f"(inventory failed: {self.inventory_error})")
+            lines.append(f"(inventory failed: {one_line(str(self.inventory_error))})")
         elif self.inventory_pending:
             lines.append("Measuring what the new union hands over…")
         return lines
@@ -188,14 +189,14 @@ class WideningText:
         if not self.widened:
             text = "Root Guard: the union is not wider than what you acknowledged."
             if self.acknowledged_here():
-                text += ("\nAcknowledged union: " + ", ".join(self._reference.paths)
+                text += ("\nAcknowledged union: " + ", ".join(one_line(p) for p in self._reference.paths)
                          + "\nWithdraw the acknowledgement (command rootguard.withdrawAcknowledgement) to be warned "
                          "about this union again.")
             return text
         lines = [self.warning_line(self.inventory) if self.pending else "Root Guard: a workspace folder is inside another."]
-        lines += [f"  {w.describe()}" for w in self.shown_widenings()]
+        lines += [f"  {one_line(w.describe())}" for w in self.shown_widenings()]
         if self._reference.paths:
-            lines.append("Acknowledged union: " + ", ".join(self._reference.paths))
+            lines.append("Acknowledged union: " + ", ".join(one_line(p) for p in self._reference.paths))
         else:
             lines.append("Acknowledged union: nothing yet for these folders")
         if self.inventory:
@@ -216,7 +217,7 @@ class WideningText:
 
 
 def _name(path: str) -> str:
-    return os.path.basename(path.rstrip("/")) or path
+    return one_line(os.path.basename(path.rstrip("/")) or path)
 
 
 def _and(names: Sequence[str]) -> str:

@@ -35,6 +35,7 @@ from datetime import UTC, datetime
 
 from lsp_bridge.core.paths import open_regular
 from lsp_bridge.core.places import audit_path
+from lsp_bridge.core.terminal_text import one_line
 
 DEFAULT_MAX_BYTES = 10 * 1024 * 1024
 DEFAULT_BACKUPS = 5
@@ -241,13 +242,7 @@ def shown(text: object) -> str:
     ESC, C1 controls, bidirectional overrides, line separators) written as an escape, so text an
     agent chose cannot rewrite the terminal that reviews it (clear it, move the cursor, set the
     clipboard with OSC 52)."""
-    return "".join(_escape(char) if unicodedata.category(char)[0] in "CZ" and char != " " else char
-                   for char in str(text))
-
-
-def _escape(char: str) -> str:
-    code = ord(char)
-    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
+    return one_line(str(text))
 
 
 def json_line(record: dict) -> str:

@@ -1,6 +1,6 @@
 """What a trace found and proposes (``TraceResult``, ``Grant``), and the proposal as data and TOML.
 
-The TOML is rendered by tomlkit; every comment is one escaped line (``escape_line``):
+The TOML is rendered by tomlkit; every comment is one escaped line (``one_line``, ``lsp_bridge.core.terminal_text``):
 a command line holding a newline cannot end a comment and become live TOML.
 """
 
@@ -12,6 +12,7 @@ import re
 from dataclasses import dataclass, field
 
 from lsp_bridge.core.paths import is_within
+from lsp_bridge.core.terminal_text import one_line
 
 
 @dataclass
@@ -121,22 +122,13 @@ def rules(result: TraceResult) -> list[dict]:
         rule: dict = {"id": grant.id, "path": _shown(grant.path), "policies": {"read": "allow", "write": "deny"}}
         if grant.excludes:
             rule["excludes"] = list(grant.excludes)
-        rule["comment"] = escape_line(describe(grant))
+        rule["comment"] = one_line(describe(grant))
         out.append(rule)
     return out
 
 
 def mounts(result: TraceResult) -> list[dict]:
     return [{"source": _shown(g.path), "target": g.path, "mode": "ro"} for g in result.grants if g.mount]
-
-
-_UNSAFE = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029\ufeff]")
-
-
-def escape_line(text: str) -> str:
-    """One line, whatever ``text`` holds: control characters and line separators as escapes."""
-    return _UNSAFE.sub(lambda m: f"\\x{ord(m.group()):02x}" if ord(m.group()) < 0x100
-                       else f"\\u{ord(m.group()):04x}", text)
 
 
 def snippet(result: TraceResult) -> str:
@@ -147,16 +139,16 @@ def snippet(result: TraceResult) -> str:
 
     doc = tomlkit.document()
     doc.add(tomlkit.comment("Proposed by `rootguard trace` for: "
-                            + escape_line(" ".join(shlex.quote(a) for a in result.command))))
+                            + one_line(" ".join(shlex.quote(a) for a in result.command))))
     doc.add(tomlkit.comment("Read-only grants of the named files the command used outside its roots."))
-    doc.add(tomlkit.comment("Merge them into your user file (" + escape_line(_shown(result.user_file))
+    doc.add(tomlkit.comment("Merge them into your user file (" + one_line(_shown(result.user_file))
                             + ") with `rootguard trace --write`."))
     for item in result.left_out[:20]:
-        doc.add(tomlkit.comment(escape_line(f"left out: {item['path']} ({item['reason']})")))
+        doc.add(tomlkit.comment(one_line(f"left out: {item['path']} ({item['reason']})")))
     if len(result.left_out) > 20:
         doc.add(tomlkit.comment(f"left out: {len(result.left_out) - 20} more (see the report)"))
     for package in result.packages:
-        doc.add(tomlkit.comment(escape_line(package_line(package))))
+        doc.add(tomlkit.comment(one_line(package_line(package))))
     if not result.grants:
         doc.add(tomlkit.comment("(nothing to grant)"))
         return tomlkit.dumps(doc)

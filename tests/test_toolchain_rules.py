@@ -108,7 +108,7 @@ def test_a_json_file_that_is_not_a_tsconfig_is_refused(mono: Path):
 
 
 def test_a_huge_extends_array_is_refused_whole_and_quickly(mono: Path):
-    entries = [f"../../x{i}.json" for i in range(200_000)] + ["../../tsconfig.base.json"]
+    entries = [f"../../x{i}.json" for i in range(40_000)] + ["../../tsconfig.base.json"]
     (mono / "packages/app/tsconfig.json").write_text(json.dumps({"extends": entries}))
     for n in range(3):
         (mono / f"x{n}.json").write_text("{}")
@@ -120,13 +120,13 @@ def test_a_huge_extends_array_is_refused_whole_and_quickly(mono: Path):
     data = json.loads(shown.stdout)
     assert data["toolchain"]["rules"] == []  # none of them is followed, not even the real one at the end
     [warning] = [w for w in data["warnings"] if w["code"] == "tsconfig-extends-too-many"]
-    assert "200001 entries, more than 64: none of them is followed" in warning["message"]
+    assert "40001 entries, more than 64: none of them is followed" in warning["message"]
     from lsp_bridge.inventory.tsconfig import MAX_EXTENDS_ENTRIES, extends_chain
 
     diagnostics: list = []
     chain = extends_chain(app(mono), diagnostics)
     assert [c.real for c in chain] == [f"{mono}/packages/app/tsconfig.json"]
-    assert any(d.code == "tsconfig-extends-too-many" and f"200001 entries, more than {MAX_EXTENDS_ENTRIES}" in d.message
+    assert any(d.code == "tsconfig-extends-too-many" and f"40001 entries, more than {MAX_EXTENDS_ENTRIES}" in d.message
                for d in diagnostics)
 
 

@@ -30,7 +30,7 @@ from lsp_bridge.inventory import pnpm_layout
 from lsp_bridge.inventory.jsonc import load_json, locate, strip_jsonc
 from lsp_bridge.inventory.mcp_configs import mcp_server_confinement, mounts_from_mcp_configs
 from lsp_bridge.inventory.pnpm_layout import CONTAINER_ROOT, Layout, store_of, workspace_packages
-from lsp_bridge.inventory.tsconfig import ChainFile, extends_chain, path_refusal, resolve_type
+from lsp_bridge.inventory.tsconfig import MAX_TSCONFIG_BYTES, ChainFile, extends_chain, path_refusal, resolve_type
 
 __all__ = [  # what callers imported from here before the split
     "CONTAINER_ROOT", "MountSuggestion", "Reconciliation", "mcp_server_confinement", "mounts_from_mcp_configs",
@@ -180,7 +180,7 @@ def reconcile(union: Sequence[str], mounts: Sequence[Mount], *, repo_toplevel: s
             links: Iterable[str] = pnpm_layout.scan_links(root, budget)
         else:
             if layout.toplevel not in packages:
-                packages[layout.toplevel] = workspace_packages(layout.toplevel, budget)
+                packages[layout.toplevel] = workspace_packages(layout.toplevel, budget, diagnostics)
             links = pnpm_layout.layout_links(root, packages[layout.toplevel], budget)
         _plan_root(root, layout, plan, budget, links)
     for layout in {layout.toplevel: layout for layout in layouts.values()}.values():
@@ -340,7 +340,7 @@ def _plan_tsconfig_inputs(chain: list[ChainFile], root: str, plan: _Plan) -> Non
     for opened, real, _ in chain:
         if not plan.inside_union(opened):
             continue  # a config above the root: its paths are relative to it, not the root's concern
-        data, text, _ = load_json(real, comments=True)
+        data, text, _ = load_json(real, comments=True, limit=MAX_TSCONFIG_BYTES)
         if not isinstance(data, dict):
             continue
         base = os.path.dirname(opened)
@@ -367,7 +367,7 @@ def _plan_types(chain: list[ChainFile], layout: Layout, plan: _Plan, budget: lis
     """``compilerOptions.types`` of the root's tsconfig files: where each resolves, and that it is mounted."""
     needs: dict[str, list[tuple[str, str]]] = {}  # node_modules dir -> [(type, tsconfig)]
     for opened, real, _ in chain:
-        data, text, _ = load_json(real, comments=True)
+        data, text, _ = load_json(real, comments=True, limit=MAX_TSCONFIG_BYTES)
         options = data.get("compilerOptions") if isinstance(data, dict) else None
         types = options.get("types") if isinstance(options, dict) else None
         if not isinstance(types, list):
@@ -398,7 +398,7 @@ def _plan_types(chain: list[ChainFile], layout: Layout, plan: _Plan, budget: lis
             plan.diagnostics.append(Diagnostic(
                 "warning", "mount-types-from-above",
                 f"types entry {name!r} resolves from {modules}, above the root: mounted read-only "
-                "in the suggested set", tsconfig, locate(load_json(tsconfig, comments=True)[1], name)))
+                "in the suggested set", tsconfig, locate(load_json(tsconfig, comments=True, limit=MAX_TSCONFIG_BYTES)[1], name)))
 
 
 def _plan_store_backlinks(layout: Layout, plan: _Plan, budget: list[int]) -> None:

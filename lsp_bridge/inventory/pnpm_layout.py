@@ -4,8 +4,12 @@
 find the symbolic links the package manager made (a bounded walk, or only the
 ``node_modules`` of the root and its workspace packages); ``workspace_packages`` reads
 ``pnpm-workspace.yaml`` (PyYAML's ``safe_load``) or the ``workspaces`` of ``package.json``;
-``store_of`` names the pnpm store a path lies in. Every directory read counts against a
-budget (``budget[0]`` entries). Plain Python: no LSP, Qt or socket code.
+``store_of`` names the pnpm store a path lies in. Every directory read, and every step of
+expanding a workspace pattern, counts against a budget (``budget[0]``). A workspace manifest
+with more than ``MAX_WORKSPACE_PATTERNS`` patterns, or a pattern of more than
+``MAX_PATTERN_PARTS`` parts (a run of ``**`` counts as one), is refused whole, as is one
+whose expansion runs out of budget: no workspace package is read, and a warning
+(``workspace-packages-refused``) names the file. Plain Python: no LSP, Qt or socket code.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ import posixpath
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
+from lsp_bridge.core.diagnostics import Diagnostic
 from lsp_bridge.core.paths import is_within, read_regular, relative_to
 from lsp_bridge.inventory.jsonc import load_json
 
@@ -23,6 +28,8 @@ CONTAINER_ROOT = "/workspace"
 STORE_PARTS = ("node_modules", ".pnpm")
 MANIFESTS = ("package.json", "pyproject.toml", "Cargo.toml", "go.mod")
 MAX_WORKSPACE_BYTES = 1 << 20
+MAX_WORKSPACE_PATTERNS = 256  # a real monorepo names a few dozen
+MAX_PATTERN_PARTS = 32  # after a run of ** is taken as one: packages/*/libs/** has four
 
 
 @dataclass(frozen=True)
@@ -112,18 +119,37 @@ def layout_links(root: str, packages: Sequence[str], budget: list[int]) -> Itera
 WORKSPACE_FILE = "pnpm-workspace.yaml"
 
 
-def workspace_packages(toplevel: str, budget: list[int]) -> list[str]:
+class WorkspaceRefused(Exception):
+    """A workspace manifest too large to expand: why (the caller names the file)."""
+
+
+def workspace_packages(toplevel: str, budget: list[int], diagnostics: list[Diagnostic] | None = None) -> list[str]:
     """Directories of the workspace packages the repository's manifest names: the
     ``packages`` of ``pnpm-workspace.yaml``, else the ``workspaces`` of ``package.json``
     (npm, yarn). Patterns are expanded on directory names (``*``, ``?``, ``[...]``, ``**``);
-    ``!pattern`` removes what it matches. ``node_modules`` and dot directories are never entered."""
-    patterns = _pnpm_workspace_patterns(os.path.join(toplevel, WORKSPACE_FILE))
+    ``!pattern`` removes what it matches. ``node_modules`` and dot directories are never entered.
+    A manifest over a limit names no package; the warning naming it goes to ``diagnostics``."""
+    manifest = os.path.join(toplevel, WORKSPACE_FILE)
+    patterns = _pnpm_workspace_patterns(manifest)
     if patterns is None:
-        data, _, _ = load_json(os.path.join(toplevel, "package.json"), comments=False)
+        manifest = os.path.join(toplevel, "package.json")
+        data, _, _ = load_json(manifest, comments=False)
         found = data.get("workspaces") if isinstance(data, dict) else None
         if isinstance(found, dict):
             found = found.get("packages")
         patterns = [p for p in found if isinstance(p, str)] if isinstance(found, list) else []
+    try:
+        return _expand_all(toplevel, patterns, budget)
+    except WorkspaceRefused as refused:
+        if diagnostics is not None:
+            diagnostics.append(Diagnostic("warning", "workspace-packages-refused",
+                                          f"{manifest}: {refused}: no workspace package is read", manifest))
+        return []
+
+
+def _expand_all(toplevel: str, patterns: Sequence[str], budget: list[int]) -> list[str]:
+    if len(patterns) > MAX_WORKSPACE_PATTERNS:
+        raise WorkspaceRefused(f"it has {len(patterns)} patterns, more than {MAX_WORKSPACE_PATTERNS} patterns")
     keep: dict[str, None] = {}
     drop: set[str] = set()
     for pattern in patterns:
@@ -156,16 +182,38 @@ def _pnpm_workspace_patterns(path: str) -> list[str] | None:
     return [p for p in packages if isinstance(p, str) and p]
 
 
-def expand_workspace_pattern(toplevel: str, pattern: str, budget: list[int]) -> list[str]:
-    """Directories under ``toplevel`` matching ``pattern`` component by component."""
-    current = [toplevel]
+def pattern_parts(pattern: str) -> list[str] | None:
+    """The parts of a workspace pattern, a run of ``**`` taken as one; None when it leaves the repository.
+
+    Raises ``WorkspaceRefused`` past ``MAX_PATTERN_PARTS``."""
+    parts: list[str] = []
     for part in pattern.strip().strip("/").split("/"):
-        if part in ("", "."):
+        if part in ("", ".") or (part == "**" and parts and parts[-1] == "**"):
             continue
         if part == "..":
-            return []  # a workspace package outside the repository: nothing to read here
+            return None  # a workspace package outside the repository: nothing to read here
+        parts.append(part)
+        if len(parts) > MAX_PATTERN_PARTS:
+            raise WorkspaceRefused(f"a pattern of more than {MAX_PATTERN_PARTS} parts ({pattern[:60]!r}...)")
+    return parts
+
+
+def expand_workspace_pattern(toplevel: str, pattern: str, budget: list[int]) -> list[str]:
+    """Directories under ``toplevel`` matching ``pattern`` component by component. Each directory
+    considered costs one unit of ``budget`` besides the entries read; raises ``WorkspaceRefused``
+    when the budget runs out (a partial expansion would be a silent guess)."""
+    parts = pattern_parts(pattern)
+    if parts is None:
+        return []
+    current = [toplevel]
+    for part in parts:
         following: list[str] = []
-        for directory in current:
+        # ** lists everything below: a directory below another already listed adds nothing.
+        starts = _outermost(current) if part == "**" else current
+        for directory in starts:
+            budget[0] -= 1
+            if budget[0] <= 0:
+                raise WorkspaceRefused(f"expanding {pattern[:60]!r} reads too many directories")
             if part == "**":
                 following += subdirectories(directory, budget, deep=True)
                 following.append(directory)
@@ -176,8 +224,19 @@ def expand_workspace_pattern(toplevel: str, pattern: str, budget: list[int]) -> 
                               if fnmatch.fnmatchcase(os.path.basename(d), part)]
             elif os.path.isdir(os.path.join(directory, part)):
                 following.append(os.path.join(directory, part))
+        if budget[0] <= 0:
+            raise WorkspaceRefused(f"expanding {pattern[:60]!r} reads too many directories")
         current = list(dict.fromkeys(following))
     return sorted(current)
+
+
+def _outermost(directories: Sequence[str]) -> list[str]:
+    """``directories`` less those inside another of them."""
+    kept: list[str] = []
+    for directory in sorted(directories):
+        if not kept or not is_within(directory, kept[-1]):
+            kept.append(directory)
+    return kept
 
 
 def subdirectories(directory: str, budget: list[int], *, deep: bool = False) -> list[str]:

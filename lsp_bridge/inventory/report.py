@@ -17,7 +17,8 @@ if TYPE_CHECKING:
 # Findings of the mount plan: worth a warning only when something is mounted.
 MOUNT_FINDINGS = ("mount-unrescuable-link", "mount-file-outside-repository", "mount-scan-truncated")
 # What a repository's toolchain file asked for and was refused, or too much of it: always a warning.
-KEPT_FINDINGS = ("tsconfig-extends-refused", "tsconfig-extends-too-many", "tsconfig-extends-too-long")
+KEPT_FINDINGS = ("tsconfig-extends-refused", "tsconfig-extends-too-many", "tsconfig-extends-too-long",
+                 "tsconfig-too-large", "workspace-packages-refused")
 
 
 def warnings_of(diagnostics) -> list[dict]:

@@ -18,7 +18,10 @@ repository's ``extends`` says:
 A refused file is reported (``Refusal``: the path, why, the file that asked) and not
 followed. An ``extends`` array longer than ``MAX_EXTENDS_ENTRIES`` is refused whole, the
 chain is at most ``MAX_EXTENDS_DEPTH`` deep and reaches at most ``MAX_CHAIN_FILES``
-files: a hostile repository cannot make a command slow.
+files; a file larger than ``MAX_TSCONFIG_BYTES`` is refused, and so is the file that would
+take the chain past ``MAX_CHAIN_BYTES`` read in all. Only the ``extends`` entries of a file
+are kept while the files it names are read: a hostile repository cannot make a command
+slow or exhaust its memory.
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ import os
 import stat
 from typing import NamedTuple
 
-from lsp_bridge.core.diagnostics import Diagnostic
+from lsp_bridge.core.diagnostics import Diagnostic, Range
 from lsp_bridge.core.paths import is_within
 from lsp_bridge.core.toolchain import Refusal
 from lsp_bridge.inventory.jsonc import load_json, locate
@@ -36,7 +39,8 @@ from lsp_bridge.inventory.secrets import is_credential_path
 MAX_EXTENDS_DEPTH = 32
 MAX_EXTENDS_ENTRIES = 64
 MAX_CHAIN_FILES = 256
-MAX_TSCONFIG_BYTES = 8 << 20  # a real tsconfig is a few KB; a larger file is an error naming it
+MAX_TSCONFIG_BYTES = 1 << 20  # a real tsconfig is a few KB; a larger file is refused, named
+MAX_CHAIN_BYTES = 4 << 20  # every file of one root's chains together (256 real ones are well under 1 MiB)
 KERNEL_TREES = ("/proc", "/sys", "/dev")
 TSCONFIG_KEYS = frozenset({
     "$schema", "extends", "compilerOptions", "include", "exclude", "files", "references", "compileOnSave",
@@ -109,13 +113,26 @@ def extends_chain(root: str, diagnostics: list[Diagnostic], refused: list[Refusa
     reached: list[ChainFile] = []
     done: set[str] = set()
     refusals = refused if refused is not None else []
+    read = [0]  # bytes read for the chain so far
 
-    def refuse(path: str, reason: str, referrer: str, text: str | None, spec: str) -> None:
+    def refuse(path: str, reason: str, referrer: str, where: Range | None, spec: str) -> None:
         if any(r.path == path and r.cause == referrer for r in refusals):
             return
         refusals.append(Refusal(path, reason, referrer))
         diagnostics.append(Diagnostic("warning", "tsconfig-extends-refused",
-                                      f"extends {spec!r} is not followed: {reason}", referrer, locate(text, spec)))
+                                      f"extends {spec!r} is not followed: {reason}", referrer, where))
+
+    def size_refusal(real: str) -> str | None:
+        try:
+            size = os.stat(real).st_size
+        except OSError as exc:
+            return f"{real} cannot be read ({exc.strerror or exc})"
+        if size > MAX_TSCONFIG_BYTES:
+            return f"{real} is larger than {MAX_TSCONFIG_BYTES >> 20} MiB (a real tsconfig is a few KB)"
+        if read[0] + size > MAX_CHAIN_BYTES:
+            return (f"reading {real} takes the extends chains past {MAX_CHAIN_BYTES >> 20} MiB in all: "
+                    "it and what it extends are not followed")
+        return None
 
     def visit(opened: str, ts_path: str, stack: tuple[str, ...]) -> None:
         real = os.path.realpath(opened)
@@ -134,10 +151,14 @@ def extends_chain(root: str, diagnostics: list[Diagnostic], refused: list[Refusa
             return
         judged = referrer is not None or real != opened  # outside the root (or a link leading out of it)
         cause = referrer or opened
-        if judged and (why := path_refusal(opened)) is not None:
+        if judged and (why := path_refusal(opened) or size_refusal(real)) is not None:
             refuse(real, why, cause, None, opened)
             return
+        if not judged and (why := size_refusal(real)) is not None:
+            diagnostics.append(Diagnostic("warning", "tsconfig-too-large", f"{why}: not read", real))
+            return
         data, text, error = load_json(real, comments=True, limit=MAX_TSCONFIG_BYTES, code="tsconfig")
+        read[0] += len(text or "")
         if judged:
             why = error.message if error is not None else shape_refusal(real, data)
             if why is not None:
@@ -150,6 +171,7 @@ def extends_chain(root: str, diagnostics: list[Diagnostic], refused: list[Refusa
                 diagnostics.append(Diagnostic("warning", "tsconfig-invalid", error.message, real, error.range))
             return
         extends = data.get("extends")
+        del data  # only the extends entries are kept while the files they name are read
         specs = extends if isinstance(extends, list) else [extends] if extends is not None else []
         if len(specs) > MAX_EXTENDS_ENTRIES:
             diagnostics.append(Diagnostic(
@@ -157,10 +179,12 @@ def extends_chain(root: str, diagnostics: list[Diagnostic], refused: list[Refusa
                 f"extends has {len(specs)} entries, more than {MAX_EXTENDS_ENTRIES}: none of them is followed "
                 "(a real tsconfig extends a handful of files)", real))
             return
-        for spec in specs:
+        places = [locate(text, str(spec)) for spec in specs]
+        del text
+        for spec, where in zip(specs, places, strict=True):
             found = resolve_extends(spec, ts_path)
             if isinstance(found, Refusal):
-                refuse(found.path, found.reason, real, text, str(spec))
+                refuse(found.path, found.reason, real, where, str(spec))
                 continue
             if found is None:
                 diagnostics.append(
@@ -171,7 +195,7 @@ def extends_chain(root: str, diagnostics: list[Diagnostic], refused: list[Refusa
             if why is None and not found[0].endswith(".json"):
                 why = f"{found[0]} is not a .json file, so not a tsconfig"
             if why is not None:
-                refuse(os.path.realpath(found[0]), why, real, text, str(spec))
+                refuse(os.path.realpath(found[0]), why, real, where, str(spec))
                 continue
             visit(*found, stack + (real,))
 

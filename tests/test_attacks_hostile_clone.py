@@ -47,3 +47,20 @@ def test_c1_and_bidi_characters_in_a_file_name_are_printed_escaped(tmp_path):
         if args[-1] == str(added):
             assert "\\x9b2J\\x9d52;c;aGk=\\x9c\\u202eftp" in out, out
             assert ".env.\\u202a\\u202b\\u202c\\u202d\\u2066\\u2067\\u2068\\u2069\\u200e\\u200f\\u061cx" in out, out
+
+
+def test_credentials_in_a_fake_git_directory_are_counted(tmp_path):
+    root = make_repo(tmp_path / "shop")
+    added = make_repo(tmp_path / "clone")
+    fake = added / "a" / ".git"  # no HEAD, objects or refs: git would not read it, the agent would
+    fake.mkdir(parents=True)
+    (fake / ".env").write_text(TOKEN)
+    (fake / "config").mkdir()
+    (fake / "config" / "credentials.json").write_text('{"token": "ghp_' + "Z" * 36 + '"}\n')
+    out = cli("inventory", "--root", str(root), "--add", str(added)).stdout
+    assert "a/.git/.env (1)" in out, out
+    assert "Git history clone/.git:" in out, out  # the real one is still history
+    assert "a/.git:" not in out, out
+    data = __import__("json").loads(cli("inventory", "--json", "--root", str(root), "--add", str(added)).stdout)
+    assert str(fake / ".env") in {c["path"] for c in data["credentials"]}, data
+    assert str(fake) not in {g["path"] for g in data["git"]}, data

@@ -215,6 +215,34 @@ def test_file_changed_updates_without_rescanning(small):
     assert local not in [c.path for c in third.credentials]
 
 
+def test_file_changed_sees_a_git_directory_become_a_plain_folder_and_back(small):
+    """A .git directory that stops being one (its HEAD removed) is a folder the agent reads:
+    the live count (the language server's) lists its credential files; git init makes it
+    history again."""
+    nested = os.path.join(small.repo, "vendor-clone")
+    subprocess.run(["git", "init", "-q", nested], check=True, timeout=60)
+    cache = InventoryCache()
+    first = cache.report([small.narrow], [small.repo])
+    git_dir = os.path.join(nested, ".git")
+    assert git_dir in [g.path for g in first.git]
+    os.remove(os.path.join(git_dir, "HEAD"))
+    cache.file_changed(os.path.join(git_dir, "HEAD"))
+    secret = os.path.join(git_dir, ".env")
+    Path(secret).write_text("GITHUB_TOKEN=ghp_" + "Q" * 36 + "\n")
+    cache.file_changed(secret)
+    second = cache.report([small.narrow], [small.repo])
+    assert (secret, 1) in [(c.path, c.count) for c in second.credentials]
+    assert git_dir not in [g.path for g in second.git]
+    assert second.files_after == inventory([small.narrow], [small.repo]).files_after
+
+    Path(git_dir, "HEAD").write_text("ref: refs/heads/main\n")
+    cache.file_changed(os.path.join(git_dir, "HEAD"))
+    third = cache.report([small.narrow], [small.repo])
+    assert git_dir in [g.path for g in third.git]
+    assert secret not in [c.path for c in third.credentials]
+    assert third.files_after == first.files_after
+
+
 def test_file_changed_sees_new_directories_and_edited_secrets(small):
     cache = InventoryCache()
     first = cache.report([small.narrow], [small.repo])
@@ -314,9 +342,10 @@ def test_renames_are_told_apart_from_deletions(tmp_path):
 
 
 def test_a_history_git_cannot_read_is_unknown_not_empty(tmp_path):
-    broken = tmp_path / "broken" / ".git"
-    broken.mkdir(parents=True)
-    (broken / "HEAD").write_text("not a reference\n")
+    broken = tmp_path / "broken" / ".git"  # looks like a git directory; its HEAD names no object
+    for name in ("objects", "refs"):
+        (broken / name).mkdir(parents=True)
+    (broken / "HEAD").write_text("a" * 40 + "\n")
     report = inventory([], [str(tmp_path / "broken")])
     (git_dir,) = report.git
     assert git_dir.commits is None and git_dir.deleted_sensitive is None

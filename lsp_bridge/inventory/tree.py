@@ -1,7 +1,9 @@
 """The inventory's walk: each directory listed once, kept as counts and small lists.
 
-Files are the regular files under a root, links not followed. ``.git`` directories and
-package-manager stores are leaves (``GIT``, ``STORE``): reported on their own, not counted.
+Files are the regular files under a root, links not followed. ``.git`` directories git
+would read (``core.git_admin.admin_kind``) and package-manager stores are leaves (``GIT``,
+``STORE``): reported on their own, not counted; a ``.git`` directory git would not read is
+a folder like any other.
 Per directory ``ScannedTree`` keeps its file count, subdirectory names, manifest and ``.git``
 file, credential counts and CI identities; ``file_changed`` relists one directory and adjusts
 its ancestors. With ``persistent``, a directory whose key is unchanged since an earlier run is
@@ -19,6 +21,7 @@ from collections.abc import Callable
 
 from lsp_bridge.core.change_key import key_of, stable_key, unchanged
 from lsp_bridge.core.filesystems import pseudo_mounts
+from lsp_bridge.core.git_admin import admin_kind
 from lsp_bridge.inventory.ci import read_identities
 from lsp_bridge.inventory.model import CiIdentity
 from lsp_bridge.inventory.scan_store import ScanStore, plain_names
@@ -108,7 +111,10 @@ class ScannedTree:
                 return  # not under anything scanned
             node = parent
         entry = self._dirs[node]
-        if entry.kind == DIR:
+        if _git_kind_changed(node, entry, self._dirs):  # history <-> folder: listed again
+            self._forget_tree(node)
+            self._rescan(os.path.dirname(node))
+        elif entry.kind == DIR:
             self._rescan(node)
         elif node == path and not os.path.lexists(path) and os.path.dirname(path) in self._dirs:
             self._rescan(os.path.dirname(path))  # a .git directory or store went away
@@ -375,21 +381,11 @@ class ScannedTree:
                 else:
                     self._add_special(child, kind)
         self._store(path, entry)
-        delta = self._retotal(path) - old.total
+        delta = _retotal(self._dirs, path) - old.total
         parent = os.path.dirname(path)
         while delta and parent in self._dirs and parent != path:
             self._dirs[parent].total += delta
             path, parent = parent, os.path.dirname(parent)
-
-    def _retotal(self, path: str) -> int:
-        entry = self._dirs[path]
-        total = entry.files
-        for name in entry.subdirs:
-            child = self._dirs.get(os.path.join(path, name))
-            if child is not None:
-                total += child.total
-        entry.total = total
-        return total
 
     def _store(self, path: str, entry: Dir) -> None:
         replaced = self._dirs.get(path)
@@ -422,6 +418,24 @@ class ScannedTree:
                 continue
             stack.extend(os.path.join(current, name) for name in entry.subdirs)
             self._forget(current)
+
+
+def _retotal(dirs: dict[str, Dir], path: str) -> int:
+    """The subtree total of ``path`` from its files and its children's totals (stored, returned)."""
+    entry = dirs[path]
+    total = entry.files
+    for name in entry.subdirs:
+        child = dirs.get(os.path.join(path, name))
+        if child is not None:
+            total += child.total
+    entry.total = total
+    return total
+
+
+def _git_kind_changed(node: str, entry: Dir, dirs: dict[str, Dir]) -> bool:
+    """Whether ``node`` is a ``.git`` directory that became, or stopped being, one git reads."""
+    parent = os.path.dirname(node)
+    return node.endswith(os.sep + ".git") and parent in dirs and _child_kind(parent, ".git") != entry.kind
 
 
 def _worth_a_look(listing: str) -> bool:
@@ -477,7 +491,9 @@ def _child_kind(parent: str, name: str) -> int:
     """How the subdirectory ``name`` of ``parent`` is treated."""
     parent_name = parent.rpartition(os.sep)[2]
     if name == ".git":
-        return GIT
+        # History only when git would read it (HEAD, objects and refs, or a worktree's admin
+        # dir): any other ".git" is a folder the agent reads, its credential files counted.
+        return GIT if admin_kind(os.path.join(parent, name)) is not None else DIR
     if name == ".pnpm" and parent_name == "node_modules":
         return STORE
     if name == ".pnpm-store" or (parent_name == ".yarn" and name in ("cache", "unplugged")):

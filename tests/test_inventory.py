@@ -454,8 +454,8 @@ def test_a_damaged_history_store_is_read_again(tmp_path):
     inventory([], [str(repo)])
     store = Path(history._store_path())
     for damage in ("not json", "[" * 100_000 + "]" * 100_000,
-                   json.dumps({"format": 1, "repos": {str(repo / ".git"): {"key": "x"}}}),
-                   json.dumps({"format": 1, "repos": {str(repo / ".git"): {
+                   json.dumps({"format": history._STORE_FORMAT, "repos": {str(repo / ".git"): {"key": "x"}}}),
+                   json.dumps({"format": history._STORE_FORMAT, "repos": {str(repo / ".git"): {
                        "key": history.refs_digest(str(repo / ".git")), "commits": "two"}}})):
         store.write_text(damage)
         assert inventory([], [str(repo)]).git[0].commits == 2
@@ -539,8 +539,9 @@ NAMES = {
            "terraform.tfstate", "server.pem", "tls.key", "id_rsa", "id_ed25519_old",
            ".npmrc", ".pypirc", ".netrc", "_netrc", ".git-credentials", ".pgpass",
            "store.p12", "vault.kdbx", "secrets.yml", ".secrets.toml", "client_secret_1.json",
-           "application_default_credentials.json", ".dockercfg"],
-    False: ["id_rsa.pub", "package.json", "index.ts", "environment.ts", "README.md",
+           "application_default_credentials.json", ".dockercfg", ".ENV", ".Env.Local", "PROD.TFVARS",
+           "ID_ED25519", "_NETRC", "Client_Secret.json"],
+    False: ["id_rsa.pub", "ID_RSA.PUB", "package.json", "index.ts", "environment.ts", "README.md",
             "credentials", "config.json", "keys.ts"],
 }
 

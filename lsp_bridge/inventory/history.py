@@ -160,7 +160,7 @@ class _History:
 # renames it over the old one (a new inode, the directory changed), and a hand edit in place
 # changes the file's mtime and ctime; each is kept with its ``change_key.stable_key``.
 
-_STORE_FORMAT = 1
+_STORE_FORMAT = 2  # 2: deleted names holding a newline are listed (1 left them out)
 _STORE_LIMIT = 64  # repositories remembered; the oldest entry goes first
 _store_lock = threading.Lock()
 
@@ -479,6 +479,7 @@ def _commit_count(common: str) -> int | None:
 
 
 Lost = tuple[tuple[str, ...], tuple[Renamed, ...]]
+_SPLIT_NAME_LIMIT = 1000  # names holding a newline checked against HEAD (one git process, argv)
 
 
 def _lost_sensitive(common: str) -> Lost | None:
@@ -496,9 +497,8 @@ def _lost_sensitive(common: str) -> Lost | None:
     commits: list[str] = []
     names: set[str] = set()
     for chunk in out.decode("utf-8", errors="replace").split("\x01")[1:]:
-        commit, _, rest = chunk.partition("\x00")
-        found = {n.strip("\n") for n in rest.split("\x00")}
-        found = {n for n in found if n and "\n" not in n and _is_sensitive_name(n)}
+        commit, _, rest = chunk.partition("\x00")  # "HASH\0\nNAME\0NAME\0": a name may hold "\n"
+        found = {n for n in rest.removeprefix("\n").split("\x00") if n and _is_sensitive_name(n)}
         if found and _HASH.fullmatch(commit.strip()):
             commits.append(commit.strip())
             names |= found
@@ -551,16 +551,27 @@ def _renames(common: str, commits: list[str], wanted: set[str]) -> tuple[set[str
 
 def _head_check(common: str, names: list[str]) -> list[bool] | None:
     """For each name, whether HEAD has it (None when git could not tell)."""
-    if not names:
-        return []
-    query = "".join(f"HEAD:{n}\n" for n in names).encode()
-    answer = _git(common, "cat-file", "--batch-check", data=query)
-    if answer is None:
-        return None
-    lines = answer.decode("utf-8", errors="replace").splitlines()
-    if len(lines) != len(names):
-        return None
-    return [not line.endswith(" missing") for line in lines]
+    # cat-file reads one name a line: a name holding a newline is asked of ls-tree (argv, literal).
+    plain = [n for n in names if "\n" not in n]
+    split = [n for n in names if "\n" in n]
+    present: set[str] = set()
+    if plain:
+        query = "".join(f"HEAD:{n}\n" for n in plain).encode()
+        answer = _git(common, "cat-file", "--batch-check", data=query)
+        if answer is None:
+            return None
+        lines = answer.decode("utf-8", errors="replace").splitlines()
+        if len(lines) != len(plain):
+            return None
+        present |= {n for n, line in zip(plain, lines, strict=True) if not line.endswith(" missing")}
+    if split:
+        # past the limit a name counts as gone from HEAD: listed as deleted rather than left out
+        listed = _git(common, "--literal-pathspecs", "ls-tree", "-z", "--name-only", "HEAD", "--",
+                      *split[:_SPLIT_NAME_LIMIT])
+        if listed is None:
+            return None
+        present |= set(listed.decode("utf-8", errors="replace").split("\x00"))
+    return [n in present for n in names]
 
 
 def _missing_from_head(common: str, names: list[str]) -> list[str] | None:

@@ -27,15 +27,17 @@ _SNIFF_BYTES = 8192
 
 # One pattern for every parent-independent credential file name. It never
 # matches across NUL, so ``inventory`` can run it over a NUL-joined listing.
+# Case-insensitive (``(?i:``): ``.ENV`` is ``.env`` on macOS and Windows, and ``PROD.TFVARS``
+# holds what ``prod.tfvars`` does anywhere. The parent directories (``.aws``...) are exact.
 _ANY = r"[^\x00]"
-CREDENTIAL_NAME_PATTERN = (
+CREDENTIAL_NAME_PATTERN = "(?i:" + (
     r"\.env(?:\.{a}*)?|\.envrc|{a}+\.env|\.npmrc|\.pypirc|[._]netrc|\.git-credentials|\.pgpass"
     r"|\.htpasswd|\.dockercfg|\.vault-token|application_default_credentials\.json"
     r"|credentials\.json|terraform\.tfstate(?:\.backup)?"
     r"|{a}+\.(?:tfvars|tfvars\.json|tfstate|pem|key|p12|pfx|jks|keystore|kdbx|ppk|ovpn)"
     r"|(?:id_rsa|id_dsa|id_ecdsa|id_ed25519|client_secret)(?!{a}*\.pub(?![^\x00])){a}*"
     r"|\.?secrets?\.(?:ya?ml|json|toml|env|ini)"
-).replace("{a}", _ANY)
+).replace("{a}", _ANY) + ")"
 _CREDENTIAL_NAME = re.compile(f"(?:{CREDENTIAL_NAME_PATTERN})")
 # A cheap pre-check over "\x00name\x00name...": every name the pattern above
 # matches holds a dotted hint word (".env", ".pem", ".json"...) or starts with
@@ -61,7 +63,7 @@ def dotted_hint(extra_words: tuple[str, ...] = ()) -> str:
         f"{re.escape(first)}(?:{'|'.join(rest)})" for first, rest in groups.items()) + ")"
 
 
-CREDENTIAL_NAME_HINT = dotted_hint() + r"|\x00(?:" + "|".join(CREDENTIAL_NAME_STARTS) + ")"
+CREDENTIAL_NAME_HINT = "(?i:" + dotted_hint() + r"|\x00(?:" + "|".join(CREDENTIAL_NAME_STARTS) + "))"
 # (parent directory name, file name) pairs: ~/.aws/credentials, ~/.docker/config.json ...
 _IN_DIRECTORY = frozenset({
     (".aws", "credentials"), (".docker", "config.json"), (".kube", "config"),
@@ -82,7 +84,7 @@ def is_credential_name(name: str, parent: str = "") -> bool:
     """Whether a file called ``name`` (in a directory called ``parent``) usually holds credentials."""
     if (parent, name) in _IN_DIRECTORY:
         return True
-    return _CREDENTIAL_NAME.fullmatch(name) is not None and not name.endswith(".pub")
+    return _CREDENTIAL_NAME.fullmatch(name) is not None and not name.lower().endswith(".pub")
 
 
 def is_credential_path(path: str) -> bool:

@@ -44,7 +44,7 @@ _INTERESTINGDIRS = CREDENTIAL_PARENTS | {"workflows"}
 # Interesting names in a NUL-joined directory listing ("\x00a\x00b..."): a cheap
 # hint first (``_worth_a_look``), the exact pattern only on listings that hit.
 # Compiled at the first listing: a run whose directories are all kept lists none.
-_DOTTED_HINT = re.compile(dotted_hint(("mod",)))  # go.mod; other manifests: json/toml
+_DOTTED_HINT = re.compile(dotted_hint(("mod",)), re.IGNORECASE)  # go.mod; other manifests: json/toml
 _DOTLESS_HINTS = tuple("\x00" + start for start in CREDENTIAL_NAME_STARTS)
 _INTERESTING = re.compile(
     r"(?<![^\x00])(?:\.git|package\.json|pyproject\.toml|Cargo\.toml|go\.mod"
@@ -442,7 +442,8 @@ def _worth_a_look(listing: str) -> bool:
     """Whether a NUL-joined listing may hold an interesting name (a fast, loose test)."""
     if _DOTTED_HINT.search(listing):
         return True
-    return any(start in listing for start in _DOTLESS_HINTS)
+    lowered = listing.lower()  # credential names match in any case (``secrets``)
+    return any(start in lowered for start in _DOTLESS_HINTS)
 
 
 _GONE = (-1, -1, -1, -1)

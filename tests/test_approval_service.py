@@ -59,6 +59,16 @@ class Person:
         return Reply(answer)
 
 
+def test_the_one_line_prompt_shows_bidi_and_format_characters_escaped(repo):
+    """The resolver refuses control characters in a path, not a right-to-left override: the
+    editor's and MCP client's prompt (``summary``) must not let a name read backwards."""
+    spoof = repo / "docs" / "report\u202egpj.exe\u2066"
+    spoof.write_text("x\n")
+    request = request_for(open_session([str(repo)]), spoof)
+    assert not [c for c in request.summary if c in "\u202e\u2066"], request.summary
+    assert "report\\u202egpj.exe\\u2066" in request.summary
+
+
 def test_the_time_limit_is_the_setting_plus_one_margin_rule(repo):
     assert (TimeLimit(30).seconds, TimeLimit(30).hard_stop) == (30, 35)  # margin capped at 5 s
     assert TimeLimit(4).hard_stop == 6  # half the limit below 10 s

@@ -35,6 +35,7 @@ from typing import Any
 from lsp_bridge.approvals.protocol import ALLOWING, DEFAULT_NEED
 from lsp_bridge.approvals.protocol import CLIENT_ANSWERS as ANSWERS  # the one list of answers
 from lsp_bridge.core.settings import DEFAULT_APPROVAL_TIMEOUT
+from lsp_bridge.core.terminal_text import one_line
 
 log = logging.getLogger("rootguard.approvals")
 
@@ -114,7 +115,8 @@ def request_from_decision(decision: Any, tool: str) -> ApprovalRequest:
     else:
         targets = (ApprovalTarget(decision.path, DEFAULT_NEED.get(decision.op, "read"), decision.root),)
         shown = f"{decision.op} {decision.path}"
-    summary = f"{tool} asks to {shown}. Rule: {decision.rule or '(host baseline)'}. Reason: {decision.reason}"
+    # escaped: a path may hold a right-to-left override or a zero-width mark (the resolver refuses only controls)
+    summary = one_line(f"{tool} asks to {shown}. Rule: {decision.rule or '(host baseline)'}. Reason: {decision.reason}")
     return ApprovalRequest(tool, decision.op, targets, decision.rule, decision.reason, summary)
 
 
